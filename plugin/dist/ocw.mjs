@@ -18735,10 +18735,10 @@ var require_cpu = __commonJS({
     function getCpu() {
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const UNKNOWN2 = "unknown";
+          const UNKNOWN3 = "unknown";
           let result2 = {
-            manufacturer: UNKNOWN2,
-            brand: UNKNOWN2,
+            manufacturer: UNKNOWN3,
+            brand: UNKNOWN3,
             vendor: "",
             family: "",
             model: "",
@@ -44669,6 +44669,8 @@ var PermissionAsk = external_exports.object({
   /** A bash command's folder (opencode's `workdir`) as the worker gave it; absent: the worker's own folder. */
   workdir: external_exports.string().optional(),
   diff: external_exports.string().optional(),
+  /** The tool call it asks for (opencode's callID): the transcript's tool row of the same call says it waits on this ask. */
+  callId: external_exports.string().max(200).optional(),
   /**
    * Every file an edit ask writes, moves to or deletes, as opencode names them (absolute, or relative to the workspace):
    * one `apply_patch` ask (the tool opencode gives `gpt-*` models instead of edit/write) covers several files, and its
@@ -44813,6 +44815,8 @@ var TranscriptPart = external_exports.object({
   kind: external_exports.enum(["text", "reasoning", "tool", "user"]),
   text: external_exports.string().optional(),
   tool: external_exports.string().optional(),
+  /** A tool part's call (opencode's callID): the ask that holds it names the same one. */
+  callId: external_exports.string().max(200).optional(),
   status: external_exports.string().optional(),
   input: external_exports.unknown().optional(),
   output: external_exports.string().optional(),
@@ -52002,6 +52006,11 @@ async function connectWithTarget(o2, clientName, check2) {
     const pre = await client2.targets.preflight.mutate({ target, ...key ? { key } : {} }).catch((err) => {
       throw new CliError(err.message);
     });
+    if (pre.unlisted)
+      process.stderr.write(
+        `ocw: the model endpoint does not list the model ${JSON.stringify(o2.model)} ${quoteUntrustedList(pre.unlisted, "the models it lists")}: the worker's first model call may fail with HTTP 404 (vLLM, Ollama and the providers serve only the names they list; a proxy may route others): if it does, run again with one of these as --model
+`
+      );
     await client2.targets.save.mutate({ target });
     if (key && !pre.keyHeld) {
       const r = await client2.targets.setKey.mutate({ id: target.id, key });
@@ -52211,8 +52220,9 @@ function clipPlain(s, n2) {
 }
 function slimWorker(w, opts = {}) {
   const pending2 = w.asks.filter((a2) => a2.status === "pending").map((a2) => {
-    if (opts.diffs !== false || a2.diff === void 0) return a2;
-    const { diff: _diff, ...rest } = a2;
+    const { callId: _call, ...ask } = a2;
+    if (opts.diffs !== false || ask.diff === void 0) return ask;
+    const { diff: _diff, ...rest } = ask;
     return rest;
   });
   return {
@@ -83612,6 +83622,26 @@ async function notModelApi(endpoint, key, timeoutMs = 3e3) {
     return models;
   }
 }
+var LISTED_SHOWN = 20;
+async function unlistedModel(endpoint, key, model, timeoutMs = 3e3) {
+  let list;
+  try {
+    const res = await fetch(`${endpoint.replace(/\/+$/, "")}/models`, {
+      headers: key ? { authorization: `Bearer ${key}` } : {},
+      signal: AbortSignal.timeout(timeoutMs)
+    });
+    const text = await bodyStart(res, 4 * 1048576);
+    if (!res.ok) return null;
+    list = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const data = list?.data;
+  if (!Array.isArray(data)) return null;
+  const entries = data.filter((m) => typeof m?.id === "string");
+  if (!entries.length || entries.some((m) => m.id === model || m.owned_by === "llamacpp")) return null;
+  return entries.slice(0, LISTED_SHOWN).map((m) => m.id);
+}
 async function unreachable(target, key = resolveKey(target), timeoutMs = 3e3) {
   const problem = await probeHealth(target.endpoint, key, timeoutMs);
   if (problem) ok.delete(target.endpoint);
@@ -83949,6 +83979,10 @@ function sessionOf(e) {
       return e.properties.sessionID;
   }
 }
+var callOf = (p) => {
+  const id3 = p.tool?.callID;
+  return typeof id3 === "string" && id3.length <= 200 ? { callId: id3 } : {};
+};
 function permissionAsk(workerId, p) {
   const md2 = p.metadata ?? {};
   const search = p.permission === "glob" || p.permission === "grep";
@@ -83960,6 +83994,7 @@ function permissionAsk(workerId, p) {
     kind: "permission",
     tool: String(p.permission),
     what,
+    ...callOf(p),
     ...typeof md2.diff === "string" ? { diff: md2.diff.slice(0, 1e5) } : {},
     ...p.permission === "edit" ? editPaths(md2, p.patterns ?? []) : {},
     patterns: p.patterns ?? [],
@@ -83991,6 +84026,7 @@ function questionAsk(workerId, p) {
     kind: "question",
     tool: "question",
     what: questions.map((q3) => q3.question).join(" / "),
+    ...callOf(p),
     patterns: [],
     always: [],
     questions,
@@ -84036,6 +84072,7 @@ function translatePart(part) {
     messageId: part.messageID,
     kind: "tool",
     tool: part.tool,
+    ...typeof part.callID === "string" && part.callID.length <= 200 ? { callId: part.callID } : {},
     status: st.status,
     input: capStrings(st.input, TOOL_INPUT_STRING_KEEP),
     ...st.output !== void 0 ? keptOutput(String(st.output)) : {},
@@ -87845,7 +87882,7 @@ var HAS_WELLFORMED = !!"".isWellFormed;
 
 // engine/grading/command-scripts.ts
 import { lstatSync as lstatSync5 } from "node:fs";
-import path50 from "node:path";
+import path51 from "node:path";
 
 // engine/grading/files.ts
 import { realpathSync as realpathSync4 } from "node:fs";
@@ -87869,6 +87906,469 @@ function readInside(root2, file3, max = MAX_READ_BYTES) {
     return null;
   }
 }
+
+// engine/grading/make-includes.ts
+var import_picomatch2 = __toESM(require_picomatch2());
+import { existsSync as existsSync24 } from "node:fs";
+import path50 from "node:path";
+var MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
+var MAX_FILES = 10;
+var MAX_RUNS = 24;
+var CURDIR = "";
+var UNKNOWN = "";
+var FRAGMENT = /\.(d|dep|deps|mk|mak|make)$/i;
+var DEPENDENCY_RECIPE = /(^|\s)-M{1,2}[DGP]?(\s|$)|makedepend|(^|[\s(])(gcc|g\+\+|c\+\+|cc|clang\+*|cpp)(\s|$)|\$[({](CC|CXX|CPP)[)}]/;
+function makeFacts(checkout, runs2) {
+  const out = [];
+  const facts = { includes: out, targets: [], inputs: [], vpath: [], read: false };
+  const seen = /* @__PURE__ */ new Set();
+  for (const given of runs2) {
+    const run5 = typeof given === "string" ? { dir: given } : given;
+    const key = JSON.stringify([run5.dir, run5.makefiles ?? [], run5.includeDirs ?? [], !!run5.defaultGoal]);
+    if (seen.has(key)) continue;
+    if (seen.size >= MAX_RUNS) break;
+    seen.add(key);
+    const { dir } = run5;
+    const named = run5.makefiles?.length ? run5.makefiles : null;
+    const first2 = named ?? [MAKEFILES.map((m) => path50.posix.join(dir, m)).find((m) => existsSync24(path50.join(checkout, m)))].filter((m) => m !== void 0);
+    const searched = [...run5.includeDirs ?? []];
+    const vars = /* @__PURE__ */ new Map([["CURDIR", CURDIR]]);
+    const queue = [...first2];
+    const done = /* @__PURE__ */ new Set();
+    const rules = [];
+    const phony = /* @__PURE__ */ new Set();
+    const vpathDirs = [];
+    const runIncludes = [];
+    const reads = [];
+    let goalOpen = !!run5.defaultGoal;
+    while (queue.length && done.size < MAX_FILES) {
+      const makefile = queue.shift();
+      if (done.has(makefile)) continue;
+      done.add(makefile);
+      const text = readInside(checkout, makefile);
+      if (text === null) continue;
+      facts.read = true;
+      let current = [];
+      let inDefine = false;
+      for (const raw2 of logicalLines(text)) {
+        if (inDefine) {
+          if (/^\s*endef\b/.test(raw2)) inDefine = false;
+          continue;
+        }
+        if (raw2.startsWith("	") && current.length) {
+          budget = EXPANSION_BUDGET;
+          const recipe = words(expand(raw2, vars, 0));
+          for (const r of current) r.recipe.push(...recipe);
+          continue;
+        }
+        const line = raw2.replace(/(^|[^\\])#.*$/, "$1");
+        if (line.trim()) current = [];
+        if (/^\s*(?:(?:override|export|private)\s+)*define\b/.test(line)) {
+          inDefine = true;
+          continue;
+        }
+        for (const m of line.matchAll(/\$[({]file\s+<\s*([^)}\s]+)/g)) reads.push({ name: m[1], makefile });
+        for (const m of line.matchAll(/\$[({]shell\s+([^)}]*)/g))
+          for (const w of words(m[1].replace(/[<>|;&'"]/g, " "))) if (!w.startsWith("-") && !w.includes("$")) reads.push({ name: w, makefile });
+        const assign = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
+        if (assign && !/^\s*-?include\b|^\s*sinclude\b/.test(line)) {
+          const [, name, op, value] = assign;
+          if (op === "+=") vars.set(name, `${vars.get(name) ?? ""} ${value}`);
+          else if (op === "?=") vars.set(name, vars.get(name) ?? value);
+          else if (op === "!=") vars.set(name, UNKNOWN);
+          else vars.set(name, value);
+          if (name === "MAKEFLAGS") {
+            budget = EXPANSION_BUDGET;
+            for (const d of makeflagsIncludeDirs(expand(vars.get(name), vars, 0))) {
+              const at2 = d.startsWith(CURDIR) ? fromRun(dir, `.${d.slice(CURDIR.length)}`) : path50.posix.isAbsolute(d) ? null : fromRun(dir, d);
+              if (at2 !== null && !searched.includes(at2)) searched.push(at2);
+            }
+          }
+          if (name === ".DEFAULT_GOAL") goalOpen = false;
+          if (name === "VPATH") {
+            budget = EXPANSION_BUDGET;
+            vpathDirs.push(...expand(vars.get(name), vars, 0).split(/[:\s]+/));
+          }
+          continue;
+        }
+        const vp = /^\s*vpath\s+\S+\s+(.*)$/.exec(line);
+        if (vp) {
+          budget = EXPANSION_BUDGET;
+          vpathDirs.push(...expand(vp[1], vars, 0).split(/[:\s]+/));
+          continue;
+        }
+        const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
+        if (!inc) {
+          if (/^\s*(?:export|unexport|override|undefine|ifn?eq|ifn?def|else|endif|load|-load)\b/.test(line)) continue;
+          const rule = /^([^:=#\t][^:=]*?)::?(?!=)\s*(.*)$/.exec(line);
+          if (!rule) continue;
+          budget = EXPANSION_BUDGET;
+          const [before, after] = rule[2].split(";", 2);
+          const targets = words(expand(rule[1], vars, 0));
+          const prereqs = /=/.test(before) ? [] : words(expand(before.replace("|", " "), vars, 0));
+          const r = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
+          if (targets.some((t2) => !t2.startsWith(".") && !t2.includes("%"))) goalOpen = false;
+          rules.push(r);
+          current = [r];
+          if (targets.includes(".PHONY")) for (const p of prereqs) phony.add(p);
+          continue;
+        }
+        budget = EXPANSION_BUDGET;
+        const names = words(expand(inc[1], vars, 0)).filter((w) => /[^*?[\]]/.test(path50.posix.basename(w)));
+        const where = (folders2) => names.flatMap((w) => {
+          if (!w.replaceAll(UNKNOWN, "")) return [UNKNOWN];
+          if (w.startsWith(CURDIR)) return [fromRun(dir, `.${w.slice(CURDIR.length)}`)];
+          if (path50.posix.isAbsolute(w)) return [];
+          return [dir, ...folders2].map((f) => fromRun(f, w));
+        });
+        if (!where(searched).some((g2) => g2 !== null)) continue;
+        let match;
+        const matchers = () => where(searched).flatMap((g2) => g2 === null ? [] : [includeMatcher(g2)]);
+        const include = { makefile, line: raw2.trim(), names: (f) => (match ??= matchers()).some((m) => m(f)) };
+        if (goalOpen && first2.includes(makefile)) include.setsGoal = true;
+        out.push(include);
+        runIncludes.push({ inc: include, names });
+        for (const w of names) {
+          const found = firstFound(checkout, dir, searched, w);
+          if (found) queue.push(found);
+        }
+      }
+    }
+    const folders = [...new Set(vpathDirs.filter((d) => d && !d.includes(UNKNOWN) && !path50.posix.isAbsolute(d)).map((d) => fromRun(dir, d)))].filter(
+      (d) => d !== null && d !== dir
+    );
+    facts.vpath.push({ dir, folders });
+    const at = (name) => (name.includes(UNKNOWN) || path50.posix.isAbsolute(name) ? [] : name.startsWith(CURDIR) ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)] : [dir, ...folders].map((f) => fromRun(f, name))).filter((p) => p !== null);
+    for (const r of rules) {
+      for (const t2 of r.targets) {
+        if (t2.includes("%") || /^\.[A-Z_]/.test(t2) || phony.has(t2)) continue;
+        for (const p of at(t2)) facts.targets.push({ path: p, target: t2, makefile: r.makefile });
+      }
+      const remakes = runIncludes.flatMap(
+        ({ inc, names }) => r.targets.flatMap((t2) => {
+          if (!t2.includes("%")) return at(t2).some((p) => inc.names(p)) ? [{ inc, stem: null }] : [];
+          return names.filter((n2) => !n2.includes(UNKNOWN) && matchesPattern(t2, n2)).map((n2) => ({ inc, stem: stemOf(t2, n2) }));
+        })
+      );
+      for (const { inc, stem } of remakes.slice(0, 8)) {
+        const why = `make remakes what ${inc.makefile} includes (\`${inc.line}\`) with a rule that reads it`;
+        const sources = r.recipe.join(" ").match(DEPENDENCY_RECIPE) ? [] : r.prereqs;
+        for (const w of [...sources, ...r.recipe]) {
+          const name = stem === null ? w : w.replace("%", stem);
+          if (/^[-<>|&;]/.test(name) || name.includes("$")) continue;
+          for (const p of at(name)) facts.inputs.push({ path: p, makefile: r.makefile, why });
+        }
+      }
+    }
+    for (const { name, makefile } of reads)
+      for (const p of at(name))
+        facts.inputs.push({ path: p, makefile, why: `${makefile} reads it as make reads the makefile (\`$(file <\u2026)\` or \`$(shell \u2026)\`)` });
+  }
+  return facts;
+}
+function stemOf(pattern, name) {
+  const p = pattern.indexOf("%");
+  return name.slice(p, name.length - (pattern.length - p - 1));
+}
+function fromRun(folder, name) {
+  const p = path50.posix.normalize(path50.posix.join(folder || ".", name));
+  return p === ".." || p.startsWith("../") ? null : p === "." ? "" : p;
+}
+function firstFound(checkout, dir, searched, name) {
+  if (name.includes(UNKNOWN) || import_picomatch2.default.scan(name).isGlob || path50.posix.isAbsolute(name)) return null;
+  const at = name.startsWith(CURDIR) ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)] : [dir, ...searched].map((f) => fromRun(f, name));
+  return at.find((f) => f !== null && existsSync24(path50.join(checkout, f))) ?? null;
+}
+var LONG_OPTIONS = new Map(
+  Object.entries({
+    "always-make": "B",
+    "assume-new": "W",
+    "assume-old": "o",
+    "check-symlink-times": "L",
+    debug: "debug",
+    directory: "C",
+    "dry-run": "n",
+    "environment-overrides": "e",
+    eval: "E",
+    file: "f",
+    help: "h",
+    "ignore-errors": "i",
+    "include-dir": "I",
+    jobs: "j",
+    "jobserver-auth": "jobserver-auth",
+    "jobserver-fds": "jobserver-auth",
+    "jobserver-style": "jobserver-style",
+    "just-print": "n",
+    "keep-going": "k",
+    "load-average": "l",
+    makefile: "f",
+    "max-load": "l",
+    "new-file": "W",
+    "no-builtin-rules": "r",
+    "no-builtin-variables": "R",
+    "no-keep-going": "S",
+    "no-print-directory": "no-print-directory",
+    "no-silent": "no-silent",
+    "old-file": "o",
+    "output-sync": "O",
+    "print-data-base": "p",
+    "print-directory": "w",
+    question: "q",
+    quiet: "s",
+    recon: "n",
+    shuffle: "shuffle",
+    silent: "s",
+    stop: "S",
+    "sync-mutex": "sync-mutex",
+    "temp-stdin": "temp-stdin",
+    touch: "t",
+    trace: "trace",
+    version: "v",
+    "warn-undefined-variables": "warn-undefined-variables",
+    "what-if": "W"
+  })
+);
+var LONG_VALUE = /* @__PURE__ */ new Set(["C", "E", "f", "I", "o", "W", "jobserver-auth", "jobserver-style", "sync-mutex", "temp-stdin"]);
+function makeLongOption(name) {
+  const exact = LONG_OPTIONS.get(name);
+  const starts = new Set([...LONG_OPTIONS].filter(([o2]) => o2.startsWith(name)).map(([, short]) => short));
+  const option = exact ?? (name && starts.size === 1 ? [...starts][0] : null);
+  return option === null ? null : { option, value: LONG_VALUE.has(option) };
+}
+var MAKE_SHORT_VALUE = "CEfIoW";
+function makeflagsIncludeDirs(value) {
+  const ws = words(value);
+  if (ws[0] && !ws[0].startsWith("-")) ws[0] = `-${ws[0]}`;
+  const out = [];
+  for (let i2 = 0; i2 < ws.length; i2++) {
+    const w = ws[i2];
+    if (w === "--") break;
+    if (w.startsWith("--")) {
+      const eq = w.indexOf("=");
+      const opt = makeLongOption(w.slice(2, eq < 0 ? void 0 : eq));
+      if (!opt?.value) continue;
+      const v = eq < 0 ? ws[++i2] : w.slice(eq + 1);
+      if (opt.option === "I" && v) out.push(v);
+    } else if (w.startsWith("-"))
+      for (let k = 1; k < w.length; k++) {
+        if (!MAKE_SHORT_VALUE.includes(w[k])) continue;
+        const v = k + 1 < w.length ? w.slice(k + 1) : ws[++i2];
+        if (w[k] === "I" && v) out.push(v);
+        break;
+      }
+  }
+  return out;
+}
+function wildcardTokens(p) {
+  const out = [];
+  for (let i2 = 0; i2 < p.length; i2++) {
+    const c3 = p[i2];
+    if (c3 === "\\") return null;
+    if (c3 === "*") {
+      if (out.at(-1) !== STAR) out.push(STAR);
+    } else if (c3 === "?") out.push(() => true);
+    else if (c3 === "[") {
+      const end = p.indexOf("]", i2 + 2);
+      if (end < 0) return null;
+      const negated = p[i2 + 1] === "!" || p[i2 + 1] === "^";
+      const set2 = p.slice(negated ? i2 + 2 : i2 + 1, end);
+      const ranges = [];
+      for (let j = 0; j < set2.length; j++) ranges.push(set2[j + 1] === "-" && j + 2 < set2.length ? [set2[j], set2[j += 2]] : [set2[j], set2[j]]);
+      out.push((ch) => ranges.some(([a2, b]) => ch >= a2 && ch <= b) !== negated);
+      i2 = end;
+    } else out.push((ch) => ch === c3);
+  }
+  return out;
+}
+function includeMatcher(word) {
+  if (word === UNKNOWN) return (file3) => FRAGMENT.test(file3);
+  if (word.includes(UNKNOWN)) {
+    const head = word.slice(0, word.indexOf(UNKNOWN));
+    const tail = word.slice(word.lastIndexOf(UNKNOWN) + 1);
+    const prefix = head.slice(0, head.search(/[*?[]/) < 0 ? head.length : head.search(/[*?[]/));
+    const suffix = tail.slice(Math.max(tail.lastIndexOf("*"), tail.lastIndexOf("?"), tail.lastIndexOf("]")) + 1);
+    return (file3) => file3.length >= prefix.length + suffix.length && file3.startsWith(prefix) && file3.endsWith(suffix);
+  }
+  const parts = word.split("/").map(wildcardTokens);
+  if (!/[{}()+@]|(?<!\[)!|\*\*/.test(word) && parts.every((p) => p !== null)) {
+    return (file3) => {
+      const names = file3.split("/");
+      return names.length === parts.length && names.every((n2, i2) => wildcardMatch(n2, parts[i2]));
+    };
+  }
+  if ((word.match(/\*+/g)?.length ?? 0) > 1) return () => true;
+  try {
+    return (0, import_picomatch2.default)(word, { dot: true });
+  } catch {
+    return () => true;
+  }
+}
+var EXPANSION_BUDGET = 2e3;
+var MAX_EXPANSION = 64 * 1024;
+var budget = 0;
+function logicalLines(text) {
+  return text.replace(/\\\r?\n/g, " ").split(/\r?\n/);
+}
+var words = (s) => s.split(/\s+/).filter(Boolean);
+function closing(s, open3) {
+  const [o2, c3] = s[open3] === "(" ? ["(", ")"] : ["{", "}"];
+  let depth = 0;
+  for (let i2 = open3; i2 < s.length; i2++) {
+    if (s[i2] === o2) depth++;
+    else if (s[i2] === c3 && --depth === 0) return i2;
+  }
+  return -1;
+}
+function patsubst(pattern, replacement, word) {
+  if (word.includes(UNKNOWN) && !matchesPattern(pattern, word)) return replacement.includes("%") ? replacement.replace("%", UNKNOWN) : replacement;
+  const p = pattern.indexOf("%");
+  if (p < 0) return word === pattern ? replacement : word;
+  const [pre, suf] = [pattern.slice(0, p), pattern.slice(p + 1)];
+  if (!word.startsWith(pre) || !word.endsWith(suf) || word.length < pre.length + suf.length) return word;
+  const stem = word.slice(pre.length, word.length - suf.length);
+  return replacement.includes("%") ? replacement.replace("%", stem) : replacement;
+}
+function matchesPattern(pattern, word) {
+  const p = pattern.indexOf("%");
+  if (p < 0) return word === pattern;
+  const [pre, suf] = [pattern.slice(0, p), pattern.slice(p + 1)];
+  return word.length >= pre.length + suf.length && word.startsWith(pre) && word.endsWith(suf);
+}
+function expand(s, vars, depth) {
+  if (depth > 20) return UNKNOWN;
+  let out = "";
+  for (let i2 = 0; i2 < s.length; i2++) {
+    if (out.length > MAX_EXPANSION) return `${out}${UNKNOWN}`;
+    if (s[i2] !== "$") {
+      out += s[i2];
+      continue;
+    }
+    const next = s[i2 + 1];
+    if (next === "$") {
+      out += "$";
+      i2++;
+      continue;
+    }
+    if (next !== "(" && next !== "{") {
+      out += next ? UNKNOWN : "";
+      i2++;
+      continue;
+    }
+    const end = closing(s, i2 + 1);
+    if (end < 0) return `${out}${UNKNOWN}`;
+    out += reference(s.slice(i2 + 2, end), vars, depth + 1);
+    i2 = end;
+  }
+  return out;
+}
+function reference(body, vars, depth) {
+  if (--budget < 0) return UNKNOWN;
+  const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
+  if (fn) {
+    const [, name, rest] = fn;
+    if (name === "foreach") {
+      const [v, list, text] = splitArgs(rest);
+      const bound = expand(v ?? "", vars, depth).trim();
+      const was = vars.get(bound);
+      const out = words(expand(list ?? "", vars, depth)).slice(0, 64).map((w) => {
+        vars.set(bound, w);
+        return expand(text ?? "", vars, depth);
+      });
+      if (was === void 0) vars.delete(bound);
+      else vars.set(bound, was);
+      return out.join(" ");
+    }
+    const args = splitArgs(rest).map((a2) => expand(a2, vars, depth));
+    const each = (text, f) => words(text ?? "").map(f).join(" ");
+    switch (name) {
+      case "wildcard":
+      case "sort":
+      case "strip":
+        return args.join(",");
+      // What only picks words out of a list: the whole list (a name it would leave out is counted too).
+      case "filter":
+      case "filter-out":
+      case "word":
+        return args[1] ?? "";
+      case "firstword":
+      case "lastword":
+        return args[0] ?? "";
+      case "wordlist":
+        return args[2] ?? "";
+      case "if":
+        return args.slice(1).join(" ");
+      case "or":
+      case "and":
+        return args.join(" ");
+      case "notdir":
+        return each(args[0], (w) => path50.posix.basename(w));
+      case "dir":
+        return each(args[0], (w) => w.includes("/") ? w.slice(0, w.lastIndexOf("/") + 1) : "./");
+      case "basename":
+        return each(args[0], (w) => w.replace(/\.[^./]*$/, ""));
+      case "abspath":
+      case "realpath":
+        return each(args[0], (w) => path50.posix.isAbsolute(w) || w.startsWith(CURDIR) ? w : `${CURDIR}/${w}`);
+      case "patsubst":
+        return words(args[2] ?? "").map((w) => patsubst(args[0].trim(), args[1].trim(), w)).join(" ");
+      case "subst":
+        return (args[2] ?? "").split(args[0]).join(args[1] ?? "");
+      case "addprefix":
+        return words(args[1] ?? "").map((w) => args[0].trim() + w).join(" ");
+      case "addsuffix":
+        return words(args[1] ?? "").map((w) => w + args[0].trim()).join(" ");
+      default:
+        return UNKNOWN;
+    }
+  }
+  const sub = /^([^:=]+):([^=]*)=(.*)$/.exec(body);
+  if (sub) {
+    const [, name, from, to] = sub;
+    const pattern = from.includes("%") ? from : `%${from}`;
+    const replacement = from.includes("%") ? to : `%${to}`;
+    return words(expand(vars.get(expand(name, vars, depth)) ?? "", vars, depth)).map((w) => patsubst(pattern, replacement, w)).join(" ");
+  }
+  return expand(vars.get(expand(body, vars, depth).trim()) ?? "", vars, depth);
+}
+function splitArgs(s) {
+  const out = [];
+  let depth = 0;
+  let cur = "";
+  for (const ch of s) {
+    if (ch === "(" || ch === "{") depth++;
+    else if (ch === ")" || ch === "}") depth--;
+    if (ch === "," && depth === 0) {
+      out.push(cur);
+      cur = "";
+    } else cur += ch;
+  }
+  out.push(cur);
+  return out;
+}
+function plainDependencies(text) {
+  for (const raw2 of logicalLines(text)) {
+    if (!raw2.trim() || /^\s*#/.test(raw2)) continue;
+    if (raw2.startsWith("	")) return false;
+    const line = raw2.replace(/\$\$/g, "");
+    if (/[$;=%]/.test(line) || !line.includes(":")) return false;
+    if (/^\s*(-?include|sinclude|define|endef|export|unexport|override|private|vpath|ifn?eq|ifn?def|else|endif|undefine|load)\b/.test(line)) return false;
+    const targets = line.slice(0, line.indexOf(":"));
+    if (words(targets).some((t2) => /^\.[A-Z_]/.test(t2))) return false;
+  }
+  return true;
+}
+var REMADE_FROM = /^(.+?)(?:\.(?:sh|c|cc|cpp|m|mod|o|p|r|s|f|y|l|w|web|ch|def|sym|ln)|,v)$/i;
+function remadeFrom(file3) {
+  const parts = file3.split("/");
+  const base2 = parts.pop();
+  const dir = parts.at(-1)?.toLowerCase();
+  if (dir === "rcs") return [...parts.slice(0, -1), base2.replace(/,v$/i, "")].join("/");
+  if (dir === "sccs") return /^s\./i.test(base2) ? [...parts.slice(0, -1), base2.slice(2)].join("/") : null;
+  if (/^s\../i.test(base2)) return [...parts, base2.slice(2)].join("/");
+  const m = REMADE_FROM.exec(base2);
+  return m ? [...parts, m[1]].join("/") : null;
+}
+var isMakefileName = (base2) => /^(gnu)?makefile$|\.mk$/i.test(base2);
 
 // engine/grading/command-scripts.ts
 function simpleCommands(line) {
@@ -88083,7 +88583,7 @@ var WRAPPERS = {
   chronic: { values: [] },
   unbuffer: { values: [] }
 };
-var wrapperOf = (w) => Object.hasOwn(WRAPPERS, path50.posix.basename(w)) ? path50.posix.basename(w) : null;
+var wrapperOf = (w) => Object.hasOwn(WRAPPERS, path51.posix.basename(w)) ? path51.posix.basename(w) : null;
 function commandStart(words2) {
   let i2 = 0;
   while (typeof words2[i2] === "string" && RESERVED2.has(words2[i2])) i2++;
@@ -88095,7 +88595,7 @@ function commandStart(words2) {
       i2++;
       continue;
     }
-    if (w === "eval" || path50.posix.basename(w) === "su") {
+    if (w === "eval" || path51.posix.basename(w) === "su") {
       const rest = words2.slice(i2 + 1);
       if (rest.some((x) => x === null)) return null;
       if (w === "eval") return rest.length ? { split: rest.join(" ") } : null;
@@ -88103,7 +88603,7 @@ function commandStart(words2) {
       const line = c3 < 0 ? void 0 : rest[c3].startsWith("--command=") ? rest[c3].slice("--command=".length) : rest[c3 + 1];
       return typeof line === "string" ? { split: line } : null;
     }
-    const runner = !w.includes("/") || w.startsWith("/") ? path50.posix.basename(w) : "";
+    const runner = !w.includes("/") || w.startsWith("/") ? path51.posix.basename(w) : "";
     if (Object.hasOwn(RUNNERS, runner)) return RUNNERS[runner](words2.slice(i2 + 1));
     if (!wrapper) return { at: i2 };
     i2++;
@@ -88129,8 +88629,8 @@ function commandStart(words2) {
     if (wrapper === "flock" && (words2[i2] === "-c" || words2[i2] === "--command")) return typeof words2[i2 + 1] === "string" ? { split: words2[i2 + 1] } : null;
   }
 }
-var UNKNOWN = "\0";
-var quoted2 = (w, unknown2) => w === null ? '"$_"' : `'${(unknown2 ? w.split(unknown2).join(UNKNOWN) : w).replaceAll("'", "'\\''")}'`;
+var UNKNOWN2 = "\0";
+var quoted2 = (w, unknown2) => w === null ? '"$_"' : `'${(unknown2 ? w.split(unknown2).join(UNKNOWN2) : w).replaceAll("'", "'\\''")}'`;
 function options(args, spec2, seen = () => {
 }, from = 0) {
   let i2 = from;
@@ -88331,7 +88831,7 @@ function parallelCommand2(args) {
   const command = rest.slice(0, sep);
   if (command.length) {
     if (command.some((w) => w === null)) return null;
-    return { split: command.map((w) => w.replace(/\{[^{}]*\}/g, UNKNOWN)).join(" ") };
+    return { split: command.map((w) => w.replace(/\{[^{}]*\}/g, UNKNOWN2)).join(" ") };
   }
   const inputs = rest.slice(sep + 1);
   if (rest[sep] !== ":::" || inputs.some((w) => typeof w === "string" && /^::::?\+?$/.test(w))) return null;
@@ -88355,7 +88855,7 @@ function scriptWords(words2, recurse) {
   const program3 = next();
   if (typeof program3 !== "string") return [];
   i2++;
-  const name = path50.posix.basename(program3).toLowerCase();
+  const name = path51.posix.basename(program3).toLowerCase();
   const out = [];
   const firstArg = (takesValue, stop, file3) => {
     while (i2 < words2.length) {
@@ -88430,10 +88930,17 @@ function scriptWords(words2, recurse) {
   return out;
 }
 function commandScripts(commands, sub, checkout) {
+  return readCommands(commands, sub, checkout).scripts;
+}
+function makeRuns(commands, sub, checkout) {
+  return readCommands(commands, sub, checkout).runs;
+}
+function readCommands(commands, sub, checkout) {
   const found = /* @__PURE__ */ new Map();
+  const runs2 = [];
   const work = { left: MAX_READ_CHARS };
   const tools = /* @__PURE__ */ new Map();
-  const read3 = (line, cwd, command, depth, inScript) => {
+  const read3 = (line, cwd, command, depth, inScript, makeflags = []) => {
     if (depth > 3) return;
     work.left -= line.length;
     if (work.left < 0) return;
@@ -88444,20 +88951,20 @@ function commandScripts(commands, sub, checkout) {
       const lead = words2.findIndex((w) => typeof w !== "string" || !RESERVED2.has(w));
       if (lead >= 0 && words2[lead] === "cd") {
         const to = words2[lead + 1];
-        at = typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN) ? path50.posix.normalize(path50.posix.join(from || ".", to)) : null;
+        at = typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN2) ? path51.posix.normalize(path51.posix.join(from || ".", to)) : null;
         if (at === ".") at = "";
         if (at?.startsWith("..")) at = null;
         continue;
       }
       const files = scriptWords(words2, (inner) => {
-        read3(inner, from, command, depth + 1, inScript);
+        read3(inner, from, command, depth + 1, inScript, makeflags);
         return [];
       });
       const program3 = programOf(words2);
       if (files.fromStdin) files.push(...words2.stdin !== void 0 ? [words2.stdin] : catFiles(words2.piped));
       for (const f of files) {
-        if (f.startsWith("/") || f.startsWith("~") || f.includes(UNKNOWN)) continue;
-        const file3 = path50.posix.normalize(path50.posix.join(from || ".", f));
+        if (f.startsWith("/") || f.startsWith("~") || f.includes(UNKNOWN2)) continue;
+        const file3 = path51.posix.normalize(path51.posix.join(from || ".", f));
         if (file3 === "." || file3 === ".." || file3.startsWith("../")) continue;
         const shell = checkout ? shellScript(checkout, file3, SHELLS.has(program3 ?? "")) : null;
         if (inScript && shell === null) continue;
@@ -88466,24 +88973,51 @@ function commandScripts(commands, sub, checkout) {
           found.set(file3, inScript ? { file: file3, command, via: inScript, ...sourced } : { file: file3, command, ...sourced });
           const real2 = checkout ? realInside(checkout, file3) : null;
           if (real2 && real2 !== file3 && !found.has(real2)) found.set(real2, { file: real2, command, via: file3 });
-          if (shell !== null) read3(withScriptDir(shell, path50.posix.relative(from || ".", path50.posix.dirname(file3)) || "."), from, command, depth + 1, file3);
+          if (shell !== null)
+            read3(withScriptDir(shell, path51.posix.relative(from || ".", path51.posix.dirname(file3)) || "."), from, command, depth + 1, file3, makeflags);
         }
       }
       if (checkout) {
         const start = commandStart(words2);
         const tool = start && "at" in start ? words2.slice(start.at) : [];
-        const key = `${from}\0${JSON.stringify(tool)}`;
+        const isMake = tool[0] === "make" || tool[0] === "gmake";
+        const flags = isMake ? [...makeflags, ...envIncludeDirs(start && "at" in start ? words2.slice(0, start.at) : [])] : makeflags;
+        const key = `${from}\0${JSON.stringify(tool)}\0${flags.join("\0")}`;
         if ((tools.get(key) ?? Number.POSITIVE_INFINITY) <= depth) continue;
-        if (tool[0] === "make" || tool[0] === "gmake" || tool[0] === "npm" || tool[0] === "yarn" || tool[0] === "pnpm") tools.set(key, depth);
-        for (const script of packageScripts(tool, checkout, from)) read3(script, from, command, depth + 1);
-        const make = makeRecipes(tool, checkout, from, work);
+        if (isMake || tool[0] === "npm" || tool[0] === "yarn" || tool[0] === "pnpm") tools.set(key, depth);
+        for (const script of packageScripts(tool, checkout, from)) read3(script, from, command, depth + 1, void 0, makeflags);
+        const options2 = isMake ? makeOptions(tool, from) : null;
+        const includeDirs = options2 ? [...flags, ...options2.includeDirs] : flags;
+        if (isMake)
+          runs2.push({
+            dir: options2?.dir ?? from,
+            makefiles: options2?.makefiles ?? [],
+            includeDirs: fromMakeDir(options2?.dir ?? from, includeDirs),
+            // No target named (or none that can be told): make builds its makefiles' first target.
+            ...options2?.targets.length ? {} : { defaultGoal: true }
+          });
+        const make = options2 ? makeRecipes(options2, checkout, work, fromMakeDir(options2.dir, includeDirs)) : null;
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
-        if (make) for (const line2 of make.lines) read3(line2, make.dir, command, depth + 1);
+        if (make) for (const line2 of make.lines) read3(line2, make.dir, command, depth + 1, void 0, includeDirs);
       }
     }
   };
   for (const c3 of commands) read3(c3, sub, c3, 0);
-  return [...found.values()];
+  return { scripts: [...found.values()], runs: runs2 };
+}
+function envIncludeDirs(before) {
+  const value = (name) => before.flatMap((w) => typeof w === "string" && w.startsWith(`${name}=`) && !w.includes(UNKNOWN2) ? makeflagsIncludeDirs(w.slice(name.length + 1)) : []);
+  return [...value("GNUMAKEFLAGS"), ...value("MAKEFLAGS")];
+}
+function fromMakeDir(dir, dirs) {
+  const out = [];
+  for (const d of dirs) {
+    if (d.startsWith("/") || d.startsWith("~") || d.includes(UNKNOWN2)) continue;
+    let p = path51.posix.normalize(path51.posix.join(dir || ".", d));
+    if (p === ".") p = "";
+    if (p !== ".." && !p.startsWith("../") && !out.includes(p)) out.push(p);
+  }
+  return out;
 }
 var MAX_READ_CHARS = 16 * 2 ** 20;
 function packageScripts(words2, checkout, dir) {
@@ -88498,54 +89032,63 @@ function packageScripts(words2, checkout, dir) {
   if (!name) return [];
   let scripts;
   try {
-    const json3 = JSON.parse(readInside(checkout, path50.posix.join(dir || ".", "package.json")) ?? "");
+    const json3 = JSON.parse(readInside(checkout, path51.posix.join(dir || ".", "package.json")) ?? "");
     scripts = json3 && typeof json3.scripts === "object" && json3.scripts ? json3.scripts : {};
   } catch {
     return [];
   }
   return [`pre${name}`, name, `post${name}`].map((k) => scripts[k]).filter((s) => typeof s === "string");
 }
-function makeRecipes(words2, checkout, from, work) {
+function makeOptions(words2, from) {
   if (words2[0] !== "make" && words2[0] !== "gmake") return null;
-  if (words2.some((w) => w?.includes(UNKNOWN))) return null;
+  if (words2.some((w) => w?.includes(UNKNOWN2))) return null;
   let dir = from;
   const targets = [];
   const named = [];
+  const includeDirs = [];
   const move = (to) => {
     if (typeof to !== "string" || !to || to.startsWith("/")) return false;
-    dir = path50.posix.normalize(path50.posix.join(dir || ".", to));
+    dir = path51.posix.normalize(path51.posix.join(dir || ".", to));
     if (dir === ".") dir = "";
     return !dir.startsWith("..");
+  };
+  const take = (option, value) => {
+    if (option === "f") {
+      if (typeof value !== "string") return false;
+      named.push(value);
+    } else if (option === "C") return move(value);
+    else if (option === "I" && typeof value === "string") includeDirs.push(value);
+    return true;
   };
   for (let i2 = 1; i2 < words2.length; i2++) {
     const w = words2[i2];
     if (typeof w !== "string") return null;
-    if (w === "--file" || w === "--makefile") {
-      const f = words2[++i2];
-      if (typeof f !== "string") return null;
-      named.push(f);
-    } else if (/^--(file|makefile)=/.test(w)) named.push(w.slice(w.indexOf("=") + 1));
-    else if (w === "--directory" || w.startsWith("--directory=")) {
-      if (!move(w === "--directory" ? words2[++i2] : w.slice("--directory=".length))) return null;
+    if (w === "--") {
+      for (const t2 of words2.slice(i2 + 1)) if (typeof t2 === "string" && !t2.includes("=")) targets.push(t2);
+      break;
+    }
+    if (w.startsWith("--")) {
+      const eq = w.indexOf("=");
+      const long = makeLongOption(w.slice(2, eq < 0 ? void 0 : eq));
+      if (long?.value && !take(long.option, eq < 0 ? words2[++i2] : w.slice(eq + 1))) return null;
     } else if (/^-[^-]/.test(w)) {
       for (let k = 1; k < w.length; k++) {
         const c3 = w[k];
-        if (!"fCIoWE".includes(c3)) continue;
-        const value = k + 1 < w.length ? w.slice(k + 1) : words2[++i2];
-        if (c3 === "f") {
-          if (typeof value !== "string") return null;
-          named.push(value);
-        } else if (c3 === "C" && !move(value)) return null;
+        if (!MAKE_SHORT_VALUE.includes(c3)) continue;
+        if (!take(c3, k + 1 < w.length ? w.slice(k + 1) : words2[++i2])) return null;
         break;
       }
     } else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
   }
   const makefiles = [];
   for (const f of named) {
-    const file3 = path50.posix.normalize(path50.posix.join(dir || ".", f));
+    const file3 = path51.posix.normalize(path51.posix.join(dir || ".", f));
     if (f === "-" || f.startsWith("/") || f.startsWith("~") || file3 === "." || file3 === ".." || file3.startsWith("../")) return null;
     makefiles.push(file3);
   }
+  return { dir, makefiles, includeDirs, targets };
+}
+function makeRecipes({ dir, makefiles, targets }, checkout, work, searched) {
   let text = null;
   const reading = new Set(makefiles);
   if (makefiles.length) {
@@ -88556,13 +89099,13 @@ function makeRecipes(words2, checkout, from, work) {
     text = texts.length ? texts.join("\n") : null;
   } else
     for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
-      if (!lstatSync5(path50.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
-      text = readInside(checkout, path50.posix.join(dir, name));
-      if (text !== null) reading.add(path50.posix.join(dir, name));
+      if (!lstatSync5(path51.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
+      text = readInside(checkout, path51.posix.join(dir, name));
+      if (text !== null) reading.add(path51.posix.join(dir, name));
       break;
     }
   if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
-  text = withIncludes(text, checkout, dir, reading, { files: MAX_INCLUDED });
+  text = withIncludes(text, checkout, [dir, ...searched], reading, { files: MAX_INCLUDED });
   work.left -= text.length;
   if (work.left < 0) return null;
   const rules = /* @__PURE__ */ new Map();
@@ -88570,7 +89113,7 @@ function makeRecipes(words2, checkout, from, work) {
   let current = [];
   for (const raw2 of text.replace(/\\\n/g, " ").split("\n")) {
     if (raw2.startsWith("	")) {
-      for (const r of current) r.recipe.push(raw2.slice(1).replace(/^[\s@+-]+/, ""));
+      for (const r of current) r.recipe.push(asMake(raw2.slice(1).replace(/^[\s@+-]+/, "")));
       continue;
     }
     const line = raw2.replace(/#.*$/, "");
@@ -88584,7 +89127,7 @@ function makeRecipes(words2, checkout, from, work) {
     for (const t2 of m[1].trim().split(/\s+/)) {
       const rule = rules.get(t2) ?? { prereqs: [], recipe: [] };
       rule.prereqs.push(...(before ?? "").split("|").join(" ").trim().split(/\s+/).filter(Boolean));
-      if (after?.trim()) rule.recipe.push(after.trim());
+      if (after?.trim()) rule.recipe.push(asMake(after.trim()));
       rules.set(t2, rule);
       current.push(rule);
       if (first2 === void 0 && !t2.startsWith(".") && !t2.includes("%")) first2 = t2;
@@ -88613,23 +89156,31 @@ function makeRecipes(words2, checkout, from, work) {
   for (const t2 of targets.length ? targets : first2 ? [first2] : []) visit(t2);
   return { dir, lines, makefiles };
 }
+var asMake = (line) => line.replace(/\$(\(MAKE\)|\{MAKE\})/g, "make");
 var MAX_INCLUDED = 16;
-function withIncludes(text, checkout, dir, reading, budget2) {
+function withIncludes(text, checkout, folders, reading, budget2) {
   return text.replace(/\\\n/g, " ").split("\n").map((line) => {
     const m = /^[ ]*(?:-include|sinclude|include)[ \t]+([^#]*)/.exec(line);
     if (!m) return line;
     const parts = [];
     for (const name of m[1].trim().split(/\s+/).filter(Boolean)) {
-      if (/[$*?[\]{}~\\`"']/.test(name) || name.startsWith("/") || name.includes(UNKNOWN)) continue;
-      const file3 = path50.posix.normalize(path50.posix.join(dir || ".", name));
-      if (file3 === "." || file3 === ".." || file3.startsWith("../") || reading.has(file3) || budget2.files <= 0) continue;
+      if (/[$*?[\]{}~\\`"']/.test(name) || name.startsWith("/") || name.includes(UNKNOWN2)) continue;
+      const file3 = folders.map((f) => path51.posix.normalize(path51.posix.join(f || ".", name))).find((f) => f !== "." && f !== ".." && !f.startsWith("../") && isThere(checkout, f));
+      if (file3 === void 0 || reading.has(file3) || budget2.files <= 0) continue;
       const included = readInside(checkout, file3);
       if (included === null) continue;
       budget2.files--;
-      parts.push(withIncludes(included, checkout, dir, /* @__PURE__ */ new Set([...reading, file3]), budget2));
+      parts.push(withIncludes(included, checkout, folders, /* @__PURE__ */ new Set([...reading, file3]), budget2));
     }
     return [...parts, line].join("\n");
   }).join("\n");
+}
+function isThere(checkout, file3) {
+  try {
+    return lstatSync5(path51.join(checkout, file3), { throwIfNoEntry: false }) !== void 0;
+  } catch {
+    return false;
+  }
 }
 var SELF = String.raw`(?:\$0|\$\{0\}|\$BASH_SOURCE|\$\{BASH_SOURCE(?:\[0\])?\})`;
 var DIRNAME = String.raw`(?:\$\(\s*dirname\s+(?:"${SELF}"|${SELF})\s*\)|\x60\s*dirname\s+(?:"${SELF}"|${SELF})\s*\x60)`;
@@ -88650,12 +89201,12 @@ function withScriptDir(text, dir) {
 function programOf(words2) {
   const start = commandStart(words2);
   const w = start && "at" in start ? words2[start.at] : null;
-  return typeof w === "string" ? path50.posix.basename(w).toLowerCase() : null;
+  return typeof w === "string" ? path51.posix.basename(w).toLowerCase() : null;
 }
 function catFiles(words2) {
   if (!words2) return [];
   const start = commandStart(words2);
-  if (!start || !("at" in start) || typeof words2[start.at] !== "string" || path50.posix.basename(words2[start.at]) !== "cat") return [];
+  if (!start || !("at" in start) || typeof words2[start.at] !== "string" || path51.posix.basename(words2[start.at]) !== "cat") return [];
   const out = [];
   let options2 = true;
   for (const w of words2.slice(start.at + 1)) {
@@ -88671,211 +89222,6 @@ function shellScript(checkout, file3, byShell = false) {
   if (byShell || /\.(sh|bash)$/i.test(file3) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
   return null;
 }
-
-// engine/grading/make-includes.ts
-var import_picomatch2 = __toESM(require_picomatch2());
-import { existsSync as existsSync24 } from "node:fs";
-import path51 from "node:path";
-var MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
-var MAX_FILES = 10;
-function makeIncludes(checkout, dirs) {
-  const out = [];
-  const done = /* @__PURE__ */ new Set();
-  for (const dir of new Set(dirs)) {
-    const first2 = MAKEFILES.map((m) => path51.posix.join(dir, m)).find((m) => existsSync24(path51.join(checkout, m)));
-    if (!first2) continue;
-    const vars = /* @__PURE__ */ new Map();
-    const queue = [first2];
-    let read3 = 0;
-    while (queue.length && read3 < MAX_FILES) {
-      const makefile = queue.shift();
-      if (done.has(makefile)) continue;
-      done.add(makefile);
-      read3++;
-      const text = readInside(checkout, makefile);
-      if (text === null) continue;
-      for (const raw2 of logicalLines(text)) {
-        const line = raw2.replace(/(^|[^\\])#.*$/, "$1");
-        const assign = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
-        if (assign && !/^\s*-?include\b|^\s*sinclude\b/.test(line)) {
-          const [, name, op, value] = assign;
-          if (op === "+=") vars.set(name, `${vars.get(name) ?? ""} ${value}`);
-          else if (op === "?=") vars.set(name, vars.get(name) ?? value);
-          else if (op === "!=") vars.set(name, "*");
-          else vars.set(name, value);
-          continue;
-        }
-        const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
-        if (!inc) continue;
-        budget = EXPANSION_BUDGET;
-        const globs = words(expand(inc[1], vars, 0)).filter((w) => !path51.posix.isAbsolute(w) && /[^*?[\]]/.test(path51.posix.basename(w))).map((w) => path51.posix.normalize(path51.posix.join(dir, w))).filter((w) => !w.startsWith("../"));
-        if (!globs.length) continue;
-        const match = globs.map(includeMatcher);
-        out.push({ makefile, line: raw2.trim(), names: (f) => match.some((m) => m(f)) });
-        for (const g2 of globs) if (!import_picomatch2.default.scan(g2).isGlob && existsSync24(path51.join(checkout, g2))) queue.push(g2);
-      }
-    }
-  }
-  return out;
-}
-function wildcardTokens(p) {
-  const out = [];
-  for (let i2 = 0; i2 < p.length; i2++) {
-    const c3 = p[i2];
-    if (c3 === "\\") return null;
-    if (c3 === "*") {
-      if (out.at(-1) !== STAR) out.push(STAR);
-    } else if (c3 === "?") out.push(() => true);
-    else if (c3 === "[") {
-      const end = p.indexOf("]", i2 + 2);
-      if (end < 0) return null;
-      const negated = p[i2 + 1] === "!" || p[i2 + 1] === "^";
-      const set2 = p.slice(negated ? i2 + 2 : i2 + 1, end);
-      const ranges = [];
-      for (let j = 0; j < set2.length; j++) ranges.push(set2[j + 1] === "-" && j + 2 < set2.length ? [set2[j], set2[j += 2]] : [set2[j], set2[j]]);
-      out.push((ch) => ranges.some(([a2, b]) => ch >= a2 && ch <= b) !== negated);
-      i2 = end;
-    } else out.push((ch) => ch === c3);
-  }
-  return out;
-}
-function includeMatcher(word) {
-  const parts = word.split("/").map(wildcardTokens);
-  if (!/[{}()+@]|(?<!\[)!|\*\*/.test(word) && parts.every((p) => p !== null)) {
-    return (file3) => {
-      const names = file3.split("/");
-      return names.length === parts.length && names.every((n2, i2) => wildcardMatch(n2, parts[i2]));
-    };
-  }
-  if ((word.match(/\*+/g)?.length ?? 0) > 1) return () => true;
-  try {
-    return (0, import_picomatch2.default)(word, { dot: true });
-  } catch {
-    return () => true;
-  }
-}
-var EXPANSION_BUDGET = 2e3;
-var MAX_EXPANSION = 64 * 1024;
-var budget = 0;
-function logicalLines(text) {
-  return text.replace(/\\\r?\n/g, " ").split(/\r?\n/);
-}
-var words = (s) => s.split(/\s+/).filter(Boolean);
-function closing(s, open3) {
-  const [o2, c3] = s[open3] === "(" ? ["(", ")"] : ["{", "}"];
-  let depth = 0;
-  for (let i2 = open3; i2 < s.length; i2++) {
-    if (s[i2] === o2) depth++;
-    else if (s[i2] === c3 && --depth === 0) return i2;
-  }
-  return -1;
-}
-function patsubst(pattern, replacement, word) {
-  const p = pattern.indexOf("%");
-  if (p < 0) return word === pattern ? replacement : word;
-  const [pre, suf] = [pattern.slice(0, p), pattern.slice(p + 1)];
-  if (!word.startsWith(pre) || !word.endsWith(suf) || word.length < pre.length + suf.length) return word;
-  const stem = word.slice(pre.length, word.length - suf.length);
-  return replacement.includes("%") ? replacement.replace("%", stem) : replacement;
-}
-function expand(s, vars, depth) {
-  if (depth > 20) return "*";
-  let out = "";
-  for (let i2 = 0; i2 < s.length; i2++) {
-    if (out.length > MAX_EXPANSION) return `${out}*`;
-    if (s[i2] !== "$") {
-      out += s[i2];
-      continue;
-    }
-    const next = s[i2 + 1];
-    if (next === "$") {
-      out += "$";
-      i2++;
-      continue;
-    }
-    if (next !== "(" && next !== "{") {
-      out += next ? "*" : "";
-      i2++;
-      continue;
-    }
-    const end = closing(s, i2 + 1);
-    if (end < 0) return `${out}*`;
-    out += reference(s.slice(i2 + 2, end), vars, depth + 1);
-    i2 = end;
-  }
-  return out;
-}
-function reference(body, vars, depth) {
-  if (--budget < 0) return "*";
-  const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
-  if (fn) {
-    const [, name, rest] = fn;
-    const args = splitArgs(rest).map((a2) => expand(a2, vars, depth));
-    switch (name) {
-      case "wildcard":
-      case "sort":
-      case "strip":
-        return args.join(",");
-      case "patsubst":
-        return words(args[2] ?? "").map((w) => patsubst(args[0].trim(), args[1].trim(), w)).join(" ");
-      case "subst":
-        return (args[2] ?? "").split(args[0]).join(args[1] ?? "");
-      case "addprefix":
-        return words(args[1] ?? "").map((w) => args[0].trim() + w).join(" ");
-      case "addsuffix":
-        return words(args[1] ?? "").map((w) => w + args[0].trim()).join(" ");
-      default:
-        return "*";
-    }
-  }
-  const sub = /^([^:=]+):([^=]*)=(.*)$/.exec(body);
-  if (sub) {
-    const [, name, from, to] = sub;
-    const pattern = from.includes("%") ? from : `%${from}`;
-    const replacement = from.includes("%") ? to : `%${to}`;
-    return words(expand(vars.get(expand(name, vars, depth)) ?? "", vars, depth)).map((w) => patsubst(pattern, replacement, w)).join(" ");
-  }
-  return expand(vars.get(expand(body, vars, depth).trim()) ?? "", vars, depth);
-}
-function splitArgs(s) {
-  const out = [];
-  let depth = 0;
-  let cur = "";
-  for (const ch of s) {
-    if (ch === "(" || ch === "{") depth++;
-    else if (ch === ")" || ch === "}") depth--;
-    if (ch === "," && depth === 0) {
-      out.push(cur);
-      cur = "";
-    } else cur += ch;
-  }
-  out.push(cur);
-  return out;
-}
-function plainDependencies(text) {
-  for (const raw2 of logicalLines(text)) {
-    if (!raw2.trim() || /^\s*#/.test(raw2)) continue;
-    if (raw2.startsWith("	")) return false;
-    const line = raw2.replace(/\$\$/g, "");
-    if (/[$;=%]/.test(line) || !line.includes(":")) return false;
-    if (/^\s*(-?include|sinclude|define|endef|export|unexport|override|private|vpath|ifn?eq|ifn?def|else|endif|undefine|load)\b/.test(line)) return false;
-    const targets = line.slice(0, line.indexOf(":"));
-    if (words(targets).some((t2) => /^\.[A-Z_]/.test(t2))) return false;
-  }
-  return true;
-}
-var REMADE_FROM = /^(.+?)(?:\.(?:sh|c|cc|cpp|m|mod|o|p|r|s|f|y|l|w|web|ch|def|sym|ln)|,v)$/i;
-function remadeFrom(file3) {
-  const parts = file3.split("/");
-  const base2 = parts.pop();
-  const dir = parts.at(-1)?.toLowerCase();
-  if (dir === "rcs") return [...parts.slice(0, -1), base2.replace(/,v$/i, "")].join("/");
-  if (dir === "sccs") return /^s\./i.test(base2) ? [...parts.slice(0, -1), base2.slice(2)].join("/") : null;
-  if (/^s\../i.test(base2)) return [...parts, base2.slice(2)].join("/");
-  const m = REMADE_FROM.exec(base2);
-  return m ? [...parts, m[1]].join("/") : null;
-}
-var isMakefileName = (base2) => /^(gnu)?makefile$|\.mk$/i.test(base2);
 
 // engine/grading/python-stdlib.ts
 var PYTHON_STDLIB = /* @__PURE__ */ new Set([
@@ -89660,6 +90006,16 @@ function isEmptyPart(part) {
   if (isDoc(part)) return Object.values(part).every(isEmptyPart);
   return false;
 }
+async function baseHas(repo, commit, file3) {
+  try {
+    await run4("git", ["-C", repo, "cat-file", "-e", `${commit}:${file3}`], {
+      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
 async function baseText(repo, commit, file3) {
   try {
     const { stdout } = await run4("git", ["-C", repo, "cat-file", "blob", `${commit}:${file3}`], {
@@ -89761,7 +90117,8 @@ async function runnerConfigChanges(opts) {
   const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync25(path53.join(opts.checkout, opts.sub, folder, "__init__.py")));
   const imports = new Map((opts.heldBackImports ?? []).map((n2) => [foldPath(n2), n2]));
   const shadowing = /* @__PURE__ */ new Map();
-  let includes;
+  let facts;
+  let runs2;
   const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
   const plugins = new Map(
     (opts.pluginModules ?? (opts.commands?.length ? pytestPluginModules(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : [])).map(
@@ -89804,16 +90161,53 @@ async function runnerConfigChanges(opts) {
     const why = runnerConfigReason(file3) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
     if (why) out.push(`check configuration changed: ${file3} \u2014 ${why}`);
     else {
-      includes ??= makeIncludes(opts.checkout, [opts.sub, ""]);
-      const inc = includes.find((i2) => i2.names(file3));
-      const remade = remadeFrom(file3);
-      const remadeInc = remade ? includes.find((i2) => i2.names(remade)) : void 0;
+      runs2 ??= makeRuns(opts.commands ?? [], opts.sub, opts.checkout);
+      facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs2]);
+      const { includes } = facts;
+      const namedBy = runs2.find((r) => r.makefiles?.some((m) => foldPath(m) === foldPath(file3)));
+      if (namedBy) {
+        out.push(`check configuration changed: ${file3} \u2014 a makefile a check's make reads (\`-f\`): its rules are what the check runs`);
+        continue;
+      }
+      const remade = [
+        remadeFrom(file3),
+        ...facts.vpath.flatMap(
+          ({ dir, folders }) => folders.filter((v) => file3.startsWith(`${v}/`)).map((v) => remadeFrom(path53.posix.join(dir, file3.slice(v.length + 1))))
+        )
+      ].filter((r) => r !== null);
+      const remadeInc = remade.flatMap((r) => includes.filter((i2) => i2.names(r)).map((i2) => ({ r, i: i2 })))[0];
       if (remadeInc) {
         out.push(
-          `check configuration changed: ${file3} \u2014 make remakes ${remade}, which ${remadeInc.makefile} includes (\`${remadeInc.line}\`), from it with a built-in rule before reading it`
+          `check configuration changed: ${file3} \u2014 make remakes ${remadeInc.r}, which ${remadeInc.i.makefile} includes (\`${remadeInc.i.line}\`), from it with a built-in rule before reading it`
         );
         continue;
       }
+      const input2 = facts.inputs.find((i2) => i2.path === file3);
+      if (input2) {
+        out.push(`check configuration changed: ${file3} \u2014 ${input2.why}: its change changes the rules make reads`);
+        continue;
+      }
+      const target = facts.targets.find((t2) => file3 === t2.path || file3.startsWith(`${t2.path}/`));
+      if (target && !await baseHas(opts.repo, opts.baseCommit, target.path)) {
+        out.push(
+          `check configuration changed: ${file3} \u2014 named like the target \`${target.target}\` of ${target.makefile}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`
+        );
+        continue;
+      }
+      if (facts.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path53.posix.basename(file3))) {
+        out.push(
+          `check configuration changed: ${file3} \u2014 its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`
+        );
+        continue;
+      }
+      const goal = includes.find((i2) => i2.setsGoal && i2.names(file3));
+      if (goal) {
+        out.push(
+          `check configuration changed: ${file3} \u2014 included by ${goal.makefile} (\`${goal.line}\`) before its first rule, and a check's make names no target: the first target it defines is the one make builds, in place of the Makefile's`
+        );
+        continue;
+      }
+      const inc = includes.find((i2) => i2.names(file3));
       if (inc && !await plainIncluded(opts, file3)) {
         out.push(
           `check configuration changed: ${file3} \u2014 included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`
@@ -90065,7 +90459,7 @@ async function runCommand3(check2, name, cwd, sandbox) {
   const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check2.expectExit ?? 0;
   const started = Date.now();
-  const shell = existsSync26("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = checkShell();
   let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
   const l = commandLimits();
   let group = null;
@@ -90389,6 +90783,19 @@ var readTextOr = (file3) => {
   }
 };
 var topOf = (m) => m.split("/")[0];
+var checkShell = () => existsSync26("/bin/bash") ? "/bin/bash" : "/bin/sh";
+async function shellSyntaxProblem(checks) {
+  const shell = checkShell();
+  for (const [i2, c3] of checks.entries()) {
+    if (!("run" in c3)) continue;
+    const args = shell.endsWith("bash") ? ["-O", "extglob", "-n", "-c", c3.run] : ["-n", "-c", c3.run];
+    const r = await runCommand(shell, args, { cwd: "/", env: { PATH: "/usr/bin:/bin", LC_ALL: "C" }, limitMs: 5e3, maxOutputBytes: 16384 });
+    if (r.exitCode === 0 || r.exitCode === null || r.startError) continue;
+    const why = r.stderr.split("\n").find((l) => l.trim())?.replace(/^\S*(bash|sh): (-c: |\d+: )?/, "").trim() ?? `exit ${r.exitCode}`;
+    return `check ${i2 + 1}'s command is not valid shell (${path54.basename(shell)} reads: ${why.slice(0, 300)}): close its quotes and parentheses, or quote it whole where your shell took part of it (\`${checkName(c3, i2)}\`)`;
+  }
+  return null;
+}
 function heldBackProblem(checks, repoRoot2) {
   const root2 = realpathOr(repoRoot2);
   for (const c3 of checks) {
@@ -93373,7 +93780,7 @@ var Engine = class {
     this.requireSandbox();
     const spec2 = parseInput(WorkerSpec, input2);
     const repo = await inspectRepo(spec2.directory);
-    const heldBack = heldBackProblem(spec2.checks, repo.root) ?? globProblem(spec2.scope, spec2.protect, repo.root, repo.subdir);
+    const heldBack = heldBackProblem(spec2.checks, repo.root) ?? globProblem(spec2.scope, spec2.protect, repo.root, repo.subdir) ?? await shellSyntaxProblem(spec2.checks);
     if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec2.targetId);
     await preflightTarget(target);
@@ -93462,7 +93869,7 @@ var Engine = class {
       const repo = await repos.get(spec2.directory).catch((err) => {
         throw new InputError(where(n2, err.message));
       });
-      const heldBack = heldBackProblem(spec2.checks, repo.root) ?? globProblem(spec2.scope, spec2.protect, repo.root, repo.subdir);
+      const heldBack = heldBackProblem(spec2.checks, repo.root) ?? globProblem(spec2.scope, spec2.protect, repo.root, repo.subdir) ?? await shellSyntaxProblem(spec2.checks);
       if (heldBack) throw new InputError(where(n2, heldBack));
       let target;
       try {
@@ -93489,6 +93896,8 @@ var Engine = class {
       checked.map((c3) => c3.repo),
       integration
     );
+    const unreadable = integration && await shellSyntaxProblem(integration.checks);
+    if (unreadable) throw new InputError(`integration: ${unreadable}`);
     const first2 = checked[0].repo;
     const record2 = {
       id: batchId,
@@ -95406,7 +95815,8 @@ var appRouter = t.router({
         throw new InputError(
           `the model endpoint ${redactUrlCredentials(input2.target.endpoint)} answered, but is not an OpenAI-compatible API (${redactUrlCredentials(notApi)}): check the URL is the model API's base \u2014 llama-server, vLLM, Ollama: http://HOST:PORT/v1; a provider: its OpenAI-compatible base URL \u2014 and not a web page or another service on that port`
         );
-      return { ok: true, keyHeld: input2.key === void 0 || held === input2.key };
+      const unlisted = await unlistedModel(input2.target.endpoint, input2.key ?? held, input2.target.model);
+      return { ok: true, keyHeld: input2.key === void 0 || held === input2.key, ...unlisted ? { unlisted } : {} };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
     withEndpoints: proc2.query(async ({ ctx }) => {
