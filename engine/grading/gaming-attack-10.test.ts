@@ -158,6 +158,23 @@ describe("what make reads, as grading reads it without make", () => {
     ]);
   });
 
+  it("a makefile of many thousand include lines and rules is read within bounds: past them every changed file counts; a large plain one is read whole", async () => {
+    // 29,000 plain include lines and as many rules (~0.8 MiB): each rule's target was matched against every include line,
+    // which held the engine's thread for minutes; the names are looked up now (this test ran past its time before).
+    const plain = [...Array.from({ length: 29_000 }, (_, i) => `-include i${i}.e`), ...Array.from({ length: 29_000 }, (_, i) => `t${i}: p${i}`)];
+    const base = { Makefile: `${plain.join("\n")}\ntest:\n\tfalse\n` };
+    expect(await findings(base, { "src/a.c": "int a;\n" }, ["make test"])).toEqual([]);
+    expect(await findings(base, { "i7.e": ".IGNORE:\n" }, ["make test"])).toEqual([violation("i7.e", "included by Makefile")]);
+    // Names that cannot be told (`$(shell …)`), each asked one by one: past the bound, every changed file counts.
+    const fuzzy = [
+      ...Array.from({ length: 12_000 }, (_, i) => `-include $(shell echo x)/i${i}.mk`),
+      ...Array.from({ length: 12_000 }, (_, i) => `t${i}: p${i}`),
+    ];
+    expect(await findings({ Makefile: `${fuzzy.join("\n")}\ntest:\n\tfalse\n` }, { "src/a.c": "int a;\n" }, ["make test"])).toEqual([
+      "check configuration changed: src/a.c — the makefiles a check's make reads are too large to tell which files they read within the engine's bounds: every changed file that could be one of them counts",
+    ]);
+  });
+
   it("controls: a rule making an included file from sources with the compiler leaves the sources free; a base file named like a target stays", async () => {
     const deps = { Makefile: "include .depend\n.depend: src/main.c\n\t$(CC) -MM $^ > $@\ntest:\n\tfalse\n", "src/main.c": "int x;\n" };
     expect(await findings(deps, { "src/main.c": "int y;\n" }, ["make test"])).toEqual([]);

@@ -70,10 +70,69 @@ const UNKNOWN = "\u0002";
  */
 export interface MakeFacts {
   includes: MakeInclude[];
+  /** The include lines that name a file (MakeIncludes.naming): those its name alone finds, and those asked one by one. */
+  included: MakeIncludes;
   targets: { path: string; target: string; makefile: string }[];
   inputs: { path: string; makefile: string; why: string }[];
   vpath: { dir: string; folders: string[] }[];
   read: boolean;
+}
+
+/**
+ * Past this many matches of a file against include lines that are not plain names (wildcards, text not told here, `%`
+ * patterns), all gradings of one reading together, the makefiles are too large to tell what they read (MakeTooLarge): a
+ * worker's makefile of 30,000 include lines and 30,000 rules held the engine's thread for minutes.
+ */
+const MATCH_BUDGET = 200_000;
+
+/** The makefiles are too large to tell which files they read within the engine's bounds (MATCH_BUDGET). */
+export class MakeTooLarge extends Error {
+  constructor() {
+    super("the makefiles a check's make reads are too large to tell which files they read");
+  }
+}
+
+/** A plain name: one file, no wildcard, nothing not told here (includeMatcher matches it by equality). */
+const isPlainName = (w: string) => !/[*?[\]\\{}()+@!\u0002]/.test(w);
+
+/**
+ * Which include lines name a file: each plain name in a map (looked up at once), the lines with any other name asked one
+ * by one, within MATCH_BUDGET.
+ */
+export class MakeIncludes {
+  private readonly plain = new Map<string, MakeInclude[]>();
+  private readonly others: MakeInclude[] = [];
+  private left = MATCH_BUDGET;
+
+  add(inc: MakeInclude, words: (string | null)[]): void {
+    let other = false;
+    for (const w of words) {
+      if (w === null) continue;
+      if (!isPlainName(w)) other = true;
+      else {
+        const at = this.plain.get(w);
+        if (!at) this.plain.set(w, [inc]);
+        else if (!at.includes(inc)) at.push(inc);
+      }
+    }
+    if (other) this.others.push(inc);
+  }
+
+  /** One match's share of the bound; throws MakeTooLarge past it. */
+  spend(n = 1): void {
+    this.left -= n;
+    if (this.left < 0) throw new MakeTooLarge();
+  }
+
+  /** The include lines that name `file` (from the repository's root), in the order they were read. */
+  naming(file: string): MakeInclude[] {
+    const found = new Set(this.plain.get(file));
+    for (const inc of this.others) {
+      this.spend();
+      if (!found.has(inc) && inc.names(file)) found.add(inc);
+    }
+    return [...found];
+  }
 }
 
 /** A rule of a makefile as read here: its targets, prerequisites and recipe's words, expanded as far as can be told. */
@@ -106,7 +165,8 @@ export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): Make
 /** The include lines of the makefiles each run reads (makeIncludes), and what else they say (MakeFacts). */
 export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFacts {
   const out: MakeInclude[] = [];
-  const facts: MakeFacts = { includes: out, targets: [], inputs: [], vpath: [], read: false };
+  const included = new MakeIncludes();
+  const facts: MakeFacts = { includes: out, included, targets: [], inputs: [], vpath: [], read: false };
   const seen = new Set<string>();
   for (const given of runs) {
     const run = typeof given === "string" ? { dir: given } : given;
@@ -126,7 +186,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
     const phony = new Set<string>();
     const vpathDirs: string[] = [];
     /** The include lines of this run, with the names they give (expanded), for the rules that remake them. */
-    const runIncludes: { inc: MakeInclude; names: string[] }[] = [];
+    const runIncludes: { inc: MakeInclude; names: string[]; words: () => (string | null)[] }[] = [];
     /** Names `$(file <…)` and `$(shell …)` read, with the makefile. */
     const reads: { name: string; makefile: string }[] = [];
     /** Whether the goal is still to be set: a make naming no target, before the first rule of its first makefile. */
@@ -224,7 +284,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
         const include: MakeInclude = { makefile, line: raw.trim(), names: (f: string) => (match ??= matchers()).some((m) => m(f)) };
         if (goalOpen && first.includes(makefile)) include.setsGoal = true;
         out.push(include);
-        runIncludes.push({ inc: include, names });
+        runIncludes.push({ inc: include, names, words: () => where(searched) });
         // The makefile make reads for each plain name: the first found.
         for (const w of names) {
           const found = firstFound(checkout, dir, searched, w);
@@ -232,6 +292,9 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
         }
       }
     }
+    for (const { inc, words } of runIncludes) included.add(inc, words());
+    /** This run's include lines (a rule remakes only what its own make includes). */
+    const mine = new Set(runIncludes.map((x) => x.inc));
     const folders = [...new Set(vpathDirs.filter((d) => d && !d.includes(UNKNOWN) && !path.posix.isAbsolute(d)).map((d) => fromRun(dir, d)))].filter(
       (d): d is string => d !== null && d !== dir,
     );
@@ -250,12 +313,14 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
         for (const p of at(t)) facts.targets.push({ path: p, target: t, makefile: r.makefile });
       }
       // A rule that remakes an included makefile: an explicit target an include line names, or a pattern one of its names matches.
-      const remakes = runIncludes.flatMap(({ inc, names }) =>
-        r.targets.flatMap((t) => {
-          if (!t.includes("%")) return at(t).some((p) => inc.names(p)) ? [{ inc, stem: null as string | null }] : [];
+      const remakes = r.targets.flatMap((t) => {
+        if (!t.includes("%"))
+          return [...new Set(at(t).flatMap((p) => included.naming(p)))].filter((inc) => mine.has(inc)).map((inc) => ({ inc, stem: null as string | null }));
+        return runIncludes.flatMap(({ inc, names }) => {
+          included.spend(names.length);
           return names.filter((n) => !n.includes(UNKNOWN) && matchesPattern(t, n)).map((n) => ({ inc, stem: stemOf(t, n) }));
-        }),
-      );
+        });
+      });
       for (const { inc, stem } of remakes.slice(0, 8)) {
         const why = `make remakes what ${inc.makefile} includes (\`${inc.line}\`) with a rule that reads it`;
         const sources = r.recipe.join(" ").match(DEPENDENCY_RECIPE) ? [] : r.prereqs;

@@ -13,7 +13,7 @@ import { allowListedEnv } from "../sandbox";
 import { type CommandScript, commandScripts, makeRuns, simpleCommands } from "./command-scripts";
 import { MAX_READ_BYTES, readInside } from "./files";
 import { foldPath, hashRegular, readRegular } from "../workspace";
-import { isMakefileName, type MakeFacts, type MakeRun, makeFacts, plainDependencies, remadeFrom } from "./make-includes";
+import { isMakefileName, type MakeFacts, type MakeRun, MakeTooLarge, makeFacts, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
 import { fromTaskFolder } from "./scope";
 
@@ -573,6 +573,22 @@ function isEmptyPart(part: unknown): boolean {
   return false;
 }
 
+/** MakeFacts' targets and inputs by path (a file's lookups at once, not a pass over every target per changed file). */
+function lookups(facts: MakeFacts) {
+  const targets = new Map<string, MakeFacts["targets"][number]>();
+  for (const t of facts.targets) if (!targets.has(t.path)) targets.set(t.path, t);
+  const inputs = new Map<string, MakeFacts["inputs"][number]>();
+  for (const i of facts.inputs) if (!inputs.has(i.path)) inputs.set(i.path, i);
+  return { targets, inputs };
+}
+
+/** The folders on a path's way from the repository's root ("a/b/c" → "a/b", "a"). */
+function ancestors(file: string): string[] {
+  const out: string[] = [];
+  for (let i = file.lastIndexOf("/"); i > 0; i = file.lastIndexOf("/", i - 1)) out.push(file.slice(0, i));
+  return out;
+}
+
 /** Whether the base commit holds a path (a file or a folder). */
 async function baseHas(repo: string, commit: string, file: string): Promise<boolean> {
   try {
@@ -798,7 +814,7 @@ export async function runnerConfigChanges(opts: {
   const imports = new Map((opts.heldBackImports ?? []).map((n) => [foldPath(n), n]));
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
-  let facts: MakeFacts | undefined;
+  let facts: (MakeFacts & { found?: ReturnType<typeof lookups> }) | undefined;
   let runs: MakeRun[] | undefined;
   const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
   const plugins = new Map(
@@ -858,61 +874,71 @@ export async function runnerConfigChanges(opts: {
       // run (`make -C app`, `make -f ci.make`), found as that make finds it (its `-I` folders too), beyond plain
       // dependency lines.
       runs ??= makeRuns(opts.commands ?? [], opts.sub, opts.checkout);
-      facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs]);
-      const { includes } = facts;
-      // A makefile a check's command names (`make -f src/rules.mak test`): what make runs, whatever its name.
-      const namedBy = runs.find((r) => r.makefiles?.some((m) => foldPath(m) === foldPath(file)));
-      if (namedBy) {
-        out.push(`check configuration changed: ${file} — a makefile a check's make reads (\`-f\`): its rules are what the check runs`);
-        continue;
-      }
-      // The source a built-in rule remakes an included makefile from: beside it, or in a folder of the run's VPATH.
-      const remade = [
-        remadeFrom(file),
-        ...facts.vpath.flatMap(({ dir, folders }) =>
-          folders.filter((v) => file.startsWith(`${v}/`)).map((v) => remadeFrom(path.posix.join(dir, file.slice(v.length + 1)))),
-        ),
-      ].filter((r): r is string => r !== null);
-      const remadeInc = remade.flatMap((r) => includes.filter((i) => i.names(r)).map((i) => ({ r, i })))[0];
-      if (remadeInc) {
-        out.push(
-          `check configuration changed: ${file} — make remakes ${remadeInc.r}, which ${remadeInc.i.makefile} includes (\`${remadeInc.i.line}\`), from it with a built-in rule before reading it`,
-        );
-        continue;
-      }
-      const input = facts.inputs.find((i) => i.path === file);
-      if (input) {
-        out.push(`check configuration changed: ${file} — ${input.why}: its change changes the rules make reads`);
-        continue;
-      }
-      // A file or folder named like a target that is not `.PHONY`: make takes that target as up to date and runs no recipe for it.
-      const target = facts.targets.find((t) => file === t.path || file.startsWith(`${t.path}/`));
-      if (target && !(await baseHas(opts.repo, opts.baseCommit, target.path))) {
-        out.push(
-          `check configuration changed: ${file} — named like the target \`${target.target}\` of ${target.makefile}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`,
-        );
-        continue;
-      }
-      // A name a compiler writes into the dependency lines a Makefile includes (`gcc -MMD -MP` writes \`HEADER:\` for each
-      // header): \`.IGNORE\` there is make's special target, \`MAKEFLAGS=i\` an assignment.
-      if (facts.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path.posix.basename(file))) {
-        out.push(
-          `check configuration changed: ${file} — its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`,
-        );
-        continue;
-      }
-      const goal = includes.find((i) => i.setsGoal && i.names(file));
-      if (goal) {
-        out.push(
-          `check configuration changed: ${file} — included by ${goal.makefile} (\`${goal.line}\`) before its first rule, and a check's make names no target: the first target it defines is the one make builds, in place of the Makefile's`,
-        );
-        continue;
-      }
-      const inc = includes.find((i) => i.names(file));
-      if (inc && !(await plainIncluded(opts, file))) {
-        out.push(
-          `check configuration changed: ${file} — included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`,
-        );
+      try {
+        facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs]);
+        const found = (facts.found ??= lookups(facts));
+        // A makefile a check's command names (`make -f src/rules.mak test`): what make runs, whatever its name.
+        const namedBy = runs.find((r) => r.makefiles?.some((m) => foldPath(m) === foldPath(file)));
+        if (namedBy) {
+          out.push(`check configuration changed: ${file} — a makefile a check's make reads (\`-f\`): its rules are what the check runs`);
+          continue;
+        }
+        // The source a built-in rule remakes an included makefile from: beside it, or in a folder of the run's VPATH.
+        const remade = [
+          remadeFrom(file),
+          ...facts.vpath.flatMap(({ dir, folders }) =>
+            folders.filter((v) => file.startsWith(`${v}/`)).map((v) => remadeFrom(path.posix.join(dir, file.slice(v.length + 1)))),
+          ),
+        ].filter((r): r is string => r !== null);
+        const remadeInc = remade.flatMap((r) => facts!.included.naming(r).map((i) => ({ r, i })))[0];
+        if (remadeInc) {
+          out.push(
+            `check configuration changed: ${file} — make remakes ${remadeInc.r}, which ${remadeInc.i.makefile} includes (\`${remadeInc.i.line}\`), from it with a built-in rule before reading it`,
+          );
+          continue;
+        }
+        const input = found.inputs.get(file);
+        if (input) {
+          out.push(`check configuration changed: ${file} — ${input.why}: its change changes the rules make reads`);
+          continue;
+        }
+        // A file or folder named like a target that is not `.PHONY`: make takes that target as up to date and runs no recipe for it.
+        // The file itself, or a folder on its way (`src/test/x` in a folder named like the target `src/test`).
+        const target = [file, ...ancestors(file)].map((p) => found.targets.get(p)).find((t) => t !== undefined);
+        if (target && !(await baseHas(opts.repo, opts.baseCommit, target.path))) {
+          out.push(
+            `check configuration changed: ${file} — named like the target \`${target.target}\` of ${target.makefile}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`,
+          );
+          continue;
+        }
+        // A name a compiler writes into the dependency lines a Makefile includes (`gcc -MMD -MP` writes \`HEADER:\` for each
+        // header): \`.IGNORE\` there is make's special target, \`MAKEFLAGS=i\` an assignment.
+        if (facts.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path.posix.basename(file))) {
+          out.push(
+            `check configuration changed: ${file} — its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`,
+          );
+          continue;
+        }
+        const naming = facts.included.naming(file);
+        const goal = naming.find((i) => i.setsGoal);
+        if (goal) {
+          out.push(
+            `check configuration changed: ${file} — included by ${goal.makefile} (\`${goal.line}\`) before its first rule, and a check's make names no target: the first target it defines is the one make builds, in place of the Makefile's`,
+          );
+          continue;
+        }
+        const inc = naming[0];
+        if (inc && !(await plainIncluded(opts, file))) {
+          out.push(
+            `check configuration changed: ${file} — included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`,
+          );
+          continue;
+        }
+      } catch (err) {
+        if (!(err instanceof MakeTooLarge)) throw err;
+        // Past the engine's bounds (a makefile of tens of thousands of include lines and rules, which held its thread for
+        // minutes): what make reads cannot be told, so every changed file that gets here counts.
+        out.push(`check configuration changed: ${file} — ${err.message} within the engine's bounds: every changed file that could be one of them counts`);
         continue;
       }
       const name = importShadow(rel, opts.heldBackDirs ?? [], imports);
