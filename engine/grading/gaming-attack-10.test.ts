@@ -173,6 +173,13 @@ describe("what make reads, as grading reads it without make", () => {
     expect(await findings({ Makefile: `${fuzzy.join("\n")}\ntest:\n\tfalse\n` }, { "src/a.c": "int a;\n" }, ["make test"])).toEqual([
       "check configuration changed: src/a.c — the makefiles a check's make reads are too large to tell which files they read within the engine's bounds: every changed file that could be one of them counts",
     ]);
+    // A VPATH or an include search path of thousands of folders (each target and name looked for in each): the same.
+    const many = Array.from({ length: 5000 }, (_, i) => `d${i}`);
+    const rules = Array.from({ length: 2000 }, (_, i) => `t${i}: p${i}`).join("\n");
+    for (const head of [`VPATH = ${many.join(":")}`, `MAKEFLAGS += ${many.map((d) => `-I${d}`).join(" ")}\n-include x.e`])
+      expect(await findings({ Makefile: `${head}\n${rules}\ntest:\n\tfalse\n` }, { "src/a.c": "int a;\n" }, ["make test"]), head.slice(0, 20)).toEqual([
+        expect.stringContaining("too large to tell which files they read"),
+      ]);
   });
 
   it("controls: a rule making an included file from sources with the compiler leaves the sources free; a base file named like a target stays", async () => {

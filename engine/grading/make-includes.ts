@@ -85,6 +85,9 @@ export interface MakeFacts {
  */
 const MATCH_BUDGET = 200_000;
 
+/** At most this many folders in a make's search path for included makefiles, or in its VPATH: each name is looked for in each. */
+const MAX_FOLDERS = 64;
+
 /** The makefiles are too large to tell which files they read within the engine's bounds (MATCH_BUDGET). */
 export class MakeTooLarge extends Error {
   constructor() {
@@ -235,6 +238,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
             for (const d of makeflagsIncludeDirs(expand(vars.get(name)!, vars, 0))) {
               const at = d.startsWith(CURDIR) ? fromRun(dir, `.${d.slice(CURDIR.length)}`) : path.posix.isAbsolute(d) ? null : fromRun(dir, d);
               if (at !== null && !searched.includes(at)) searched.push(at);
+              if (searched.length > MAX_FOLDERS) throw new MakeTooLarge();
             }
           }
           if (name === ".DEFAULT_GOAL") goalOpen = false;
@@ -298,6 +302,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
     const folders = [...new Set(vpathDirs.filter((d) => d && !d.includes(UNKNOWN) && !path.posix.isAbsolute(d)).map((d) => fromRun(dir, d)))].filter(
       (d): d is string => d !== null && d !== dir,
     );
+    if (folders.length > MAX_FOLDERS) throw new MakeTooLarge();
     facts.vpath.push({ dir, folders });
     /** A name read from make's folder, and where VPATH would find it. */
     const at = (name: string): string[] =>
