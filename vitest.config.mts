@@ -18,6 +18,8 @@ const NEEDS_TOOLS = [
   // every cheating-worker pass (gaming.test.ts, gaming-attack-N.test.ts): real git, python3, bash and node runners
   "engine/grading/gaming*.test.ts",
   "engine/grading/build-files.test.ts",
+  // real GNU make (where installed) and git
+  "engine/grading/make-include-path.test.ts",
   "engine/workspace/name-collision.test.ts",
   "engine/workspace/land-attack-2.test.ts",
   "engine/workers/engine.test.ts",

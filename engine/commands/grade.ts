@@ -26,7 +26,8 @@ export function registerGradeCommand(program: Command): void {
 
 async function gradeCommand(o: GradeOptions): Promise<void> {
   if (!Number.isInteger(o.samples) || o.samples < 1 || o.samples > 12) throw new CliError("--samples must be a whole number from 1 to 12");
-  const { client, targetId } = await connectWithTarget(o, "cli:ocw grade");
+  const { client, targetId, warnings } = await connectWithTarget(o, "cli:ocw grade");
+  for (const w of warnings) process.stderr.write(`ocw: warning: ${w}\n`);
   const target = targetId ? (await client.targets.list.query()).targets.find((t) => t.id === targetId) : (await client.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
 

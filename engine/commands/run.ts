@@ -385,7 +385,8 @@ async function runCommand(o: RunOptions): Promise<void> {
   if (o.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o.timeout } }));
   if (o.fixRounds !== undefined) specs = specs.map((s) => ({ ...s, fixRounds: o.fixRounds }));
 
-  const { client, targetId } = await connectWithTarget(o, "cli:ocw run", checkDirectories);
+  // Its warnings (a --model the endpoint does not list) are said once the run starts: a refused run says only why.
+  const { client, targetId, warnings } = await connectWithTarget(o, "cli:ocw run", checkDirectories);
   if (targetId) specs = specs.map((s) => (s.targets?.length ? s : { ...s, targetId }));
   if (!o.batch && o.target.length === 1 && !attemptsMode) specs = [{ ...specs[0]!, targetId: o.target[0] }];
 
@@ -422,6 +423,7 @@ async function runCommand(o: RunOptions): Promise<void> {
   process.stderr.write(
     `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId}${batchName ? ` "${batchName}"` : ""})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}\n`,
   );
+  for (const w of warnings) process.stderr.write(`ocw: warning: ${w}\n`);
   for (const { dir, warning } of await dirty) if (warning) process.stderr.write(`ocw: warning: ${dir}: ${warning}\n`);
 
   const result = await followAndAnswer(client, ids, o.approve, undefined, batchId ?? undefined);

@@ -68,9 +68,10 @@ export async function connectWithTarget(
   clientName: ClientKind,
   /** Checks that need the engine and must pass before anything is saved (e.g. the task's directories). */
   check?: (client: EngineClient) => Promise<void>,
-): Promise<{ client: EngineClient; targetId?: string }> {
+): Promise<{ client: EngineClient; targetId?: string; warnings: string[] }> {
   if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let target: Target | undefined;
+  const warnings: string[] = [];
   // A key pasted where its variable's name belongs is not echoed back (it was: "--api-key-env sk-… is not set").
   if (o.apiKeyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(o.apiKeyEnv))
     throw new CliError(
@@ -91,8 +92,8 @@ export async function connectWithTarget(
     });
     // Said, not refused: llama-server and proxies serve names they do not list.
     if (pre.unlisted)
-      process.stderr.write(
-        `ocw: the model endpoint does not list the model ${JSON.stringify(o.model)} ${quoteUntrustedList(pre.unlisted, "the models it lists")}: the worker's first model call may fail with HTTP 404 (vLLM, Ollama and the providers serve only the names they list; a proxy may route others): if it does, run again with one of these as --model\n`,
+      warnings.push(
+        `the model endpoint does not list the model ${JSON.stringify(o.model)} ${quoteUntrustedList(pre.unlisted, "the models it lists")}: the worker's first model call may fail with HTTP 404 (vLLM, Ollama and the providers serve only the names they list; a proxy may route others): if it does, run again with one of these as --model`,
       );
     await client.targets.save.mutate({ target });
     // it does not: the engine keeps this key for the target (the OS keychain, else a 0600 file; never targets.json),
@@ -104,5 +105,5 @@ export async function connectWithTarget(
       );
     }
   }
-  return { client, targetId: target?.id };
+  return { client, targetId: target?.id, warnings };
 }

@@ -118,7 +118,7 @@ describe("ocw run --endpoint with a model the endpoint does not list", () => {
     repos.push(dir);
     const r = await adhocRun(dir, model.url, "qwen3-coder");
     expect(r.stderr).toContain(
-      `ocw: the model endpoint does not list the model "qwen3-coder" (the models it lists, untrusted: ["scripted-1"]): the worker's first model call may fail with HTTP 404`,
+      `ocw: warning: the model endpoint does not list the model "qwen3-coder" (the models it lists, untrusted: ["scripted-1"]): the worker's first model call may fail with HTTP 404`,
     );
     // not refused: the worker ran (the scripted model serves any name, as llama-server does)
     expect(r.code, r.stderr).not.toBe(2);
