@@ -252,7 +252,8 @@ test("a transcript's tool row held by a pending ask says it waits for approval, 
   const row = page.locator(".part.tool").filter({ hasText: "held.txt" });
   await expect(row.locator(".chip")).toHaveText("waiting for approval");
   await shot(page, "tool-row-waiting", false);
-  const [ask] = await engine.client.approvals.list.query();
+  // Its own ask (earlier tests leave other workers' asks pending).
+  const ask = (await engine.client.approvals.list.query()).find((a) => a.workerId === workerId);
   await engine.client.approvals.decide.mutate({ askId: ask!.id, decision: "once" });
   await expect(row.locator(".chip")).toHaveText("completed", { timeout: 30_000 });
 });
