@@ -51990,6 +51990,7 @@ function adhocTarget(endpoint, model, keyRef) {
 async function connectWithTarget(o2, clientName, check2) {
   if (!!o2.endpoint !== !!o2.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let target;
+  const warnings = [];
   if (o2.apiKeyEnv !== void 0 && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(o2.apiKeyEnv))
     throw new CliError(
       `--api-key-env takes the NAME of an environment variable (got "${o2.apiKeyEnv.slice(0, 4)}\u2026"), not the key itself: export the key (e.g. OPENAI_API_KEY=\u2026) and pass --api-key-env OPENAI_API_KEY`
@@ -52007,9 +52008,8 @@ async function connectWithTarget(o2, clientName, check2) {
       throw new CliError(err.message);
     });
     if (pre.unlisted)
-      process.stderr.write(
-        `ocw: the model endpoint does not list the model ${JSON.stringify(o2.model)} ${quoteUntrustedList(pre.unlisted, "the models it lists")}: the worker's first model call may fail with HTTP 404 (vLLM, Ollama and the providers serve only the names they list; a proxy may route others): if it does, run again with one of these as --model
-`
+      warnings.push(
+        `the model endpoint does not list the model ${JSON.stringify(o2.model)} ${quoteUntrustedList(pre.unlisted, "the models it lists")}: the worker's first model call may fail with HTTP 404 (vLLM, Ollama and the providers serve only the names they list; a proxy may route others): if it does, run again with one of these as --model`
       );
     await client2.targets.save.mutate({ target });
     if (key && !pre.keyHeld) {
@@ -52020,7 +52020,7 @@ async function connectWithTarget(o2, clientName, check2) {
       );
     }
   }
-  return { client: client2, targetId: target?.id };
+  return { client: client2, targetId: target?.id, warnings };
 }
 
 // engine/commands/grade.ts
@@ -52031,7 +52031,9 @@ function registerGradeCommand(program3) {
 }
 async function gradeCommand(o2) {
   if (!Number.isInteger(o2.samples) || o2.samples < 1 || o2.samples > 12) throw new CliError("--samples must be a whole number from 1 to 12");
-  const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw grade");
+  const { client: client2, targetId, warnings } = await connectWithTarget(o2, "cli:ocw grade");
+  for (const w of warnings) process.stderr.write(`ocw: warning: ${w}
+`);
   const target = targetId ? (await client2.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client2.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
   const { batchId, workerIds } = await client2.ladder.start.mutate({ targetId: target.id, samples: o2.samples });
@@ -52766,7 +52768,7 @@ async function runCommand2(o2) {
   };
   if (o2.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o2.timeout } }));
   if (o2.fixRounds !== void 0) specs = specs.map((s) => ({ ...s, fixRounds: o2.fixRounds }));
-  const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw run", checkDirectories);
+  const { client: client2, targetId, warnings } = await connectWithTarget(o2, "cli:ocw run", checkDirectories);
   if (targetId) specs = specs.map((s) => s.targets?.length ? s : { ...s, targetId });
   if (!o2.batch && o2.target.length === 1 && !attemptsMode) specs = [{ ...specs[0], targetId: o2.target[0] }];
   let ids2;
@@ -52801,6 +52803,8 @@ async function runCommand2(o2) {
     `ocw: started ${ids2.join(", ")}${batchId ? ` (batch ${batchId}${batchName ? ` "${batchName}"` : ""})` : ""}${groupId ? ` (${ids2.length} attempts, group ${groupId})` : ""}
 `
   );
+  for (const w of warnings) process.stderr.write(`ocw: warning: ${w}
+`);
   for (const { dir, warning } of await dirty) if (warning) process.stderr.write(`ocw: warning: ${dir}: ${warning}
 `);
   const result2 = await followAndAnswer(client2, ids2, o2.approve, void 0, batchId ?? void 0);
@@ -87916,11 +87920,52 @@ var MAX_FILES = 10;
 var MAX_RUNS = 24;
 var CURDIR = "";
 var UNKNOWN = "";
+var MATCH_BUDGET = 2e5;
+var MAX_FOLDERS = 64;
+var MakeTooLarge = class extends Error {
+  constructor() {
+    super("the makefiles a check's make reads are too large to tell which files they read");
+  }
+};
+var isPlainName = (w) => !/[*?[\]\\{}()+@!\u0002]/.test(w);
+var MakeIncludes = class {
+  plain = /* @__PURE__ */ new Map();
+  others = [];
+  left = MATCH_BUDGET;
+  add(inc, words2) {
+    let other = false;
+    for (const w of words2) {
+      if (w === null) continue;
+      if (!isPlainName(w)) other = true;
+      else {
+        const at = this.plain.get(w);
+        if (!at) this.plain.set(w, [inc]);
+        else if (!at.includes(inc)) at.push(inc);
+      }
+    }
+    if (other) this.others.push(inc);
+  }
+  /** One match's share of the bound; throws MakeTooLarge past it. */
+  spend(n2 = 1) {
+    this.left -= n2;
+    if (this.left < 0) throw new MakeTooLarge();
+  }
+  /** The include lines that name `file` (from the repository's root), in the order they were read. */
+  naming(file3) {
+    const found = new Set(this.plain.get(file3));
+    for (const inc of this.others) {
+      this.spend();
+      if (!found.has(inc) && inc.names(file3)) found.add(inc);
+    }
+    return [...found];
+  }
+};
 var FRAGMENT = /\.(d|dep|deps|mk|mak|make)$/i;
 var DEPENDENCY_RECIPE = /(^|\s)-M{1,2}[DGP]?(\s|$)|makedepend|(^|[\s(])(gcc|g\+\+|c\+\+|cc|clang\+*|cpp)(\s|$)|\$[({](CC|CXX|CPP)[)}]/;
 function makeFacts(checkout, runs2) {
   const out = [];
-  const facts = { includes: out, targets: [], inputs: [], vpath: [], read: false };
+  const included = new MakeIncludes();
+  const facts = { includes: out, included, targets: [], inputs: [], vpath: [], read: false };
   const seen = /* @__PURE__ */ new Set();
   for (const given of runs2) {
     const run5 = typeof given === "string" ? { dir: given } : given;
@@ -87982,6 +88027,7 @@ function makeFacts(checkout, runs2) {
             for (const d of makeflagsIncludeDirs(expand(vars.get(name), vars, 0))) {
               const at2 = d.startsWith(CURDIR) ? fromRun(dir, `.${d.slice(CURDIR.length)}`) : path50.posix.isAbsolute(d) ? null : fromRun(dir, d);
               if (at2 !== null && !searched.includes(at2)) searched.push(at2);
+              if (searched.length > MAX_FOLDERS) throw new MakeTooLarge();
             }
           }
           if (name === ".DEFAULT_GOAL") goalOpen = false;
@@ -88027,16 +88073,19 @@ function makeFacts(checkout, runs2) {
         const include = { makefile, line: raw2.trim(), names: (f) => (match ??= matchers()).some((m) => m(f)) };
         if (goalOpen && first2.includes(makefile)) include.setsGoal = true;
         out.push(include);
-        runIncludes.push({ inc: include, names });
+        runIncludes.push({ inc: include, names, words: () => where(searched) });
         for (const w of names) {
           const found = firstFound(checkout, dir, searched, w);
           if (found) queue.push(found);
         }
       }
     }
+    for (const { inc, words: words2 } of runIncludes) included.add(inc, words2());
+    const mine = new Set(runIncludes.map((x) => x.inc));
     const folders = [...new Set(vpathDirs.filter((d) => d && !d.includes(UNKNOWN) && !path50.posix.isAbsolute(d)).map((d) => fromRun(dir, d)))].filter(
       (d) => d !== null && d !== dir
     );
+    if (folders.length > MAX_FOLDERS) throw new MakeTooLarge();
     facts.vpath.push({ dir, folders });
     const at = (name) => (name.includes(UNKNOWN) || path50.posix.isAbsolute(name) ? [] : name.startsWith(CURDIR) ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)] : [dir, ...folders].map((f) => fromRun(f, name))).filter((p) => p !== null);
     for (const r of rules) {
@@ -88044,12 +88093,14 @@ function makeFacts(checkout, runs2) {
         if (t2.includes("%") || /^\.[A-Z_]/.test(t2) || phony.has(t2)) continue;
         for (const p of at(t2)) facts.targets.push({ path: p, target: t2, makefile: r.makefile });
       }
-      const remakes = runIncludes.flatMap(
-        ({ inc, names }) => r.targets.flatMap((t2) => {
-          if (!t2.includes("%")) return at(t2).some((p) => inc.names(p)) ? [{ inc, stem: null }] : [];
+      const remakes = r.targets.flatMap((t2) => {
+        if (!t2.includes("%"))
+          return [...new Set(at(t2).flatMap((p) => included.naming(p)))].filter((inc) => mine.has(inc)).map((inc) => ({ inc, stem: null }));
+        return runIncludes.flatMap(({ inc, names }) => {
+          included.spend(names.length);
           return names.filter((n2) => !n2.includes(UNKNOWN) && matchesPattern(t2, n2)).map((n2) => ({ inc, stem: stemOf(t2, n2) }));
-        })
-      );
+        });
+      });
       for (const { inc, stem } of remakes.slice(0, 8)) {
         const why = `make remakes what ${inc.makefile} includes (\`${inc.line}\`) with a rule that reads it`;
         const sources = r.recipe.join(" ").match(DEPENDENCY_RECIPE) ? [] : r.prereqs;
@@ -90006,6 +90057,18 @@ function isEmptyPart(part) {
   if (isDoc(part)) return Object.values(part).every(isEmptyPart);
   return false;
 }
+function lookups(facts) {
+  const targets = /* @__PURE__ */ new Map();
+  for (const t2 of facts.targets) if (!targets.has(t2.path)) targets.set(t2.path, t2);
+  const inputs = /* @__PURE__ */ new Map();
+  for (const i2 of facts.inputs) if (!inputs.has(i2.path)) inputs.set(i2.path, i2);
+  return { targets, inputs };
+}
+function ancestors(file3) {
+  const out = [];
+  for (let i2 = file3.lastIndexOf("/"); i2 > 0; i2 = file3.lastIndexOf("/", i2 - 1)) out.push(file3.slice(0, i2));
+  return out;
+}
 async function baseHas(repo, commit, file3) {
   try {
     await run4("git", ["-C", repo, "cat-file", "-e", `${commit}:${file3}`], {
@@ -90162,56 +90225,63 @@ async function runnerConfigChanges(opts) {
     if (why) out.push(`check configuration changed: ${file3} \u2014 ${why}`);
     else {
       runs2 ??= makeRuns(opts.commands ?? [], opts.sub, opts.checkout);
-      facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs2]);
-      const { includes } = facts;
-      const namedBy = runs2.find((r) => r.makefiles?.some((m) => foldPath(m) === foldPath(file3)));
-      if (namedBy) {
-        out.push(`check configuration changed: ${file3} \u2014 a makefile a check's make reads (\`-f\`): its rules are what the check runs`);
-        continue;
-      }
-      const remade = [
-        remadeFrom(file3),
-        ...facts.vpath.flatMap(
-          ({ dir, folders }) => folders.filter((v) => file3.startsWith(`${v}/`)).map((v) => remadeFrom(path53.posix.join(dir, file3.slice(v.length + 1))))
-        )
-      ].filter((r) => r !== null);
-      const remadeInc = remade.flatMap((r) => includes.filter((i2) => i2.names(r)).map((i2) => ({ r, i: i2 })))[0];
-      if (remadeInc) {
-        out.push(
-          `check configuration changed: ${file3} \u2014 make remakes ${remadeInc.r}, which ${remadeInc.i.makefile} includes (\`${remadeInc.i.line}\`), from it with a built-in rule before reading it`
-        );
-        continue;
-      }
-      const input2 = facts.inputs.find((i2) => i2.path === file3);
-      if (input2) {
-        out.push(`check configuration changed: ${file3} \u2014 ${input2.why}: its change changes the rules make reads`);
-        continue;
-      }
-      const target = facts.targets.find((t2) => file3 === t2.path || file3.startsWith(`${t2.path}/`));
-      if (target && !await baseHas(opts.repo, opts.baseCommit, target.path)) {
-        out.push(
-          `check configuration changed: ${file3} \u2014 named like the target \`${target.target}\` of ${target.makefile}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`
-        );
-        continue;
-      }
-      if (facts.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path53.posix.basename(file3))) {
-        out.push(
-          `check configuration changed: ${file3} \u2014 its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`
-        );
-        continue;
-      }
-      const goal = includes.find((i2) => i2.setsGoal && i2.names(file3));
-      if (goal) {
-        out.push(
-          `check configuration changed: ${file3} \u2014 included by ${goal.makefile} (\`${goal.line}\`) before its first rule, and a check's make names no target: the first target it defines is the one make builds, in place of the Makefile's`
-        );
-        continue;
-      }
-      const inc = includes.find((i2) => i2.names(file3));
-      if (inc && !await plainIncluded(opts, file3)) {
-        out.push(
-          `check configuration changed: ${file3} \u2014 included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`
-        );
+      try {
+        facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs2]);
+        const found = facts.found ??= lookups(facts);
+        const namedBy = runs2.find((r) => r.makefiles?.some((m) => foldPath(m) === foldPath(file3)));
+        if (namedBy) {
+          out.push(`check configuration changed: ${file3} \u2014 a makefile a check's make reads (\`-f\`): its rules are what the check runs`);
+          continue;
+        }
+        const remade = [
+          remadeFrom(file3),
+          ...facts.vpath.flatMap(
+            ({ dir, folders }) => folders.filter((v) => file3.startsWith(`${v}/`)).map((v) => remadeFrom(path53.posix.join(dir, file3.slice(v.length + 1))))
+          )
+        ].filter((r) => r !== null);
+        const remadeInc = remade.flatMap((r) => facts.included.naming(r).map((i2) => ({ r, i: i2 })))[0];
+        if (remadeInc) {
+          out.push(
+            `check configuration changed: ${file3} \u2014 make remakes ${remadeInc.r}, which ${remadeInc.i.makefile} includes (\`${remadeInc.i.line}\`), from it with a built-in rule before reading it`
+          );
+          continue;
+        }
+        const input2 = found.inputs.get(file3);
+        if (input2) {
+          out.push(`check configuration changed: ${file3} \u2014 ${input2.why}: its change changes the rules make reads`);
+          continue;
+        }
+        const target = [file3, ...ancestors(file3)].map((p) => found.targets.get(p)).find((t2) => t2 !== void 0);
+        if (target && !await baseHas(opts.repo, opts.baseCommit, target.path)) {
+          out.push(
+            `check configuration changed: ${file3} \u2014 named like the target \`${target.target}\` of ${target.makefile}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`
+          );
+          continue;
+        }
+        if (facts.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path53.posix.basename(file3))) {
+          out.push(
+            `check configuration changed: ${file3} \u2014 its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`
+          );
+          continue;
+        }
+        const naming = facts.included.naming(file3);
+        const goal = naming.find((i2) => i2.setsGoal);
+        if (goal) {
+          out.push(
+            `check configuration changed: ${file3} \u2014 included by ${goal.makefile} (\`${goal.line}\`) before its first rule, and a check's make names no target: the first target it defines is the one make builds, in place of the Makefile's`
+          );
+          continue;
+        }
+        const inc = naming[0];
+        if (inc && !await plainIncluded(opts, file3)) {
+          out.push(
+            `check configuration changed: ${file3} \u2014 included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`
+          );
+          continue;
+        }
+      } catch (err) {
+        if (!(err instanceof MakeTooLarge)) throw err;
+        out.push(`check configuration changed: ${file3} \u2014 ${err.message} within the engine's bounds: every changed file that could be one of them counts`);
         continue;
       }
       const name = importShadow(rel, opts.heldBackDirs ?? [], imports);
