@@ -32,7 +32,7 @@
 import { lstatSync } from "node:fs";
 import path from "node:path";
 import { readInside, realInside } from "./files";
-import { MAKE_SHORT_VALUE, type MakeRun, makeflagsIncludeDirs, makeLongOption } from "./make-includes";
+import { fromRun, MAKE_SHORT_VALUE, type MakeRun, makeflagsIncludeDirs, makeLongOption } from "./make-includes";
 
 /** A script a check's command names: its path from the repository's root ("/"-separated), and the command that names it. */
 export interface CommandScript {
@@ -850,9 +850,8 @@ function fromMakeDir(dir: string, dirs: string[]): string[] {
   const out: string[] = [];
   for (const d of dirs) {
     if (d.startsWith("/") || d.startsWith("~") || d.includes(UNKNOWN)) continue;
-    let p = path.posix.normalize(path.posix.join(dir || ".", d));
-    if (p === ".") p = "";
-    if (p !== ".." && !p.startsWith("../") && !out.includes(p)) out.push(p);
+    const p = fromRun(dir, d);
+    if (p !== null && !out.includes(p)) out.push(p);
   }
   return out;
 }

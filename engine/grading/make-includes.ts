@@ -66,7 +66,7 @@ const UNKNOWN = "\u0002";
  *   `$(shell …)` read as make reads the makefile (`$(eval $(shell cat src/rules.txt))`).
  * - `vpath`: each run's folder with the folders of its VPATH and `vpath` lines (a built-in rule remakes an included
  *   makefile from a source found there: `local.env` from `src/local.env.sh`).
- * - `runs`: whether any run read a makefile.
+ * - `read`: whether any run read a makefile.
  */
 export interface MakeFacts {
   includes: MakeInclude[];
@@ -127,7 +127,7 @@ export class MakeIncludes {
     if (this.left < 0) throw new MakeTooLarge();
   }
 
-  /** The include lines that name `file` (from the repository's root), in the order they were read. */
+  /** The include lines that name `file` (from the repository's root): those its name finds, then the others, each in the order read. */
   naming(file: string): MakeInclude[] {
     const found = new Set(this.plain.get(file));
     for (const inc of this.others) {
@@ -211,8 +211,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           continue;
         }
         if (raw.startsWith("\t") && current.length) {
-          budget = EXPANSION_BUDGET;
-          const recipe = words(expand(raw, vars, 0));
+          const recipe = words(expandLine(raw, vars));
           for (const r of current) r.recipe.push(...recipe);
           continue;
         }
@@ -234,24 +233,21 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           else if (op === "!=") vars.set(name!, UNKNOWN);
           else vars.set(name!, value!);
           if (name === "MAKEFLAGS") {
-            budget = EXPANSION_BUDGET;
-            for (const d of makeflagsIncludeDirs(expand(vars.get(name)!, vars, 0))) {
-              const at = d.startsWith(CURDIR) ? fromRun(dir, `.${d.slice(CURDIR.length)}`) : path.posix.isAbsolute(d) ? null : fromRun(dir, d);
-              if (at !== null && !searched.includes(at)) searched.push(at);
-              if (searched.length > MAX_FOLDERS) throw new MakeTooLarge();
-            }
+            for (const d of makeflagsIncludeDirs(expandLine(vars.get(name)!, vars)))
+              for (const at of lookedFor(dir, [], d)) {
+                if (at !== null && !searched.includes(at)) searched.push(at);
+                if (searched.length > MAX_FOLDERS) throw new MakeTooLarge();
+              }
           }
           if (name === ".DEFAULT_GOAL") goalOpen = false;
           if (name === "VPATH") {
-            budget = EXPANSION_BUDGET;
-            vpathDirs.push(...expand(vars.get(name)!, vars, 0).split(/[:\s]+/));
+            vpathDirs.push(...expandLine(vars.get(name)!, vars).split(/[:\s]+/));
           }
           continue;
         }
         const vp = /^\s*vpath\s+\S+\s+(.*)$/.exec(line);
         if (vp) {
-          budget = EXPANSION_BUDGET;
-          vpathDirs.push(...expand(vp[1]!, vars, 0).split(/[:\s]+/));
+          vpathDirs.push(...expandLine(vp[1]!, vars).split(/[:\s]+/));
           continue;
         }
         const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
@@ -271,16 +267,9 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           if (targets.includes(".PHONY")) for (const p of prereqs) phony.add(p);
           continue;
         }
-        budget = EXPANSION_BUDGET;
-        const names = words(expand(inc[1]!, vars, 0)).filter((w) => /[^*?[\]]/.test(path.posix.basename(w)));
+        const names = words(expandLine(inc[1]!, vars)).filter((w) => /[^*?[\]]/.test(path.posix.basename(w)));
         /** Each name where make looks for it: the run's folder, then (a relative name) the search path's folders. */
-        const where = (folders: string[]) =>
-          names.flatMap((w) => {
-            if (!w.replaceAll(UNKNOWN, "")) return [UNKNOWN];
-            if (w.startsWith(CURDIR)) return [fromRun(dir, `.${w.slice(CURDIR.length)}`)];
-            if (path.posix.isAbsolute(w)) return [];
-            return [dir, ...folders].map((f) => fromRun(f, w));
-          });
+        const where = (folders: string[]) => names.flatMap((w) => (w.replaceAll(UNKNOWN, "") ? lookedFor(dir, folders, w) : [UNKNOWN]));
         if (!where(searched).some((g) => g !== null)) continue;
         // Matched against the search path as the run's makefiles leave it (a later `MAKEFLAGS += -I` too), once asked.
         let match: ((file: string) => boolean)[] | undefined;
@@ -305,13 +294,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
     if (folders.length > MAX_FOLDERS) throw new MakeTooLarge();
     facts.vpath.push({ dir, folders });
     /** A name read from make's folder, and where VPATH would find it. */
-    const at = (name: string): string[] =>
-      (name.includes(UNKNOWN) || path.posix.isAbsolute(name)
-        ? []
-        : name.startsWith(CURDIR)
-          ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)]
-          : [dir, ...folders].map((f) => fromRun(f, name))
-      ).filter((p): p is string => p !== null);
+    const at = (name: string): string[] => (name.includes(UNKNOWN) ? [] : lookedFor(dir, folders, name)).filter((p): p is string => p !== null);
     for (const r of rules) {
       for (const t of r.targets) {
         if (t.includes("%") || /^\.[A-Z_]/.test(t) || phony.has(t)) continue;
@@ -350,16 +333,26 @@ function stemOf(pattern: string, name: string): string {
 }
 
 /** A path from the repository's root for `name` read from `folder` (also from the root), or null when it leads above the root. */
-function fromRun(folder: string, name: string): string | null {
+export function fromRun(folder: string, name: string): string | null {
   const p = path.posix.normalize(path.posix.join(folder || ".", name));
   return p === ".." || p.startsWith("../") ? null : p === "." ? "" : p;
 }
 
+/**
+ * Where make looks for a name read in the run's folder `dir`, from the repository's root: `$(CURDIR)/x` in that folder
+ * alone; an absolute name nowhere in the checkout; a relative one in `dir`, then in each of `folders` (its `-I` or VPATH
+ * folders). Null for a place above the root.
+ */
+function lookedFor(dir: string, folders: string[], name: string): (string | null)[] {
+  if (name.startsWith(CURDIR)) return [fromRun(dir, `.${name.slice(CURDIR.length)}`)];
+  if (path.posix.isAbsolute(name)) return [];
+  return [dir, ...folders].map((f) => fromRun(f, name));
+}
+
 /** The file make reads for an include name (no wildcard): the first of the run's folder and its search path that has it. */
 function firstFound(checkout: string, dir: string, searched: string[], name: string): string | null {
-  if (name.includes(UNKNOWN) || picomatch.scan(name).isGlob || path.posix.isAbsolute(name)) return null;
-  const at = name.startsWith(CURDIR) ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)] : [dir, ...searched].map((f) => fromRun(f, name));
-  return at.find((f): f is string => f !== null && existsSync(path.join(checkout, f))) ?? null;
+  if (name.includes(UNKNOWN) || picomatch.scan(name).isGlob) return null;
+  return lookedFor(dir, searched, name).find((f): f is string => f !== null && existsSync(path.join(checkout, f))) ?? null;
 }
 
 /** make's long options (GNU make 4.4), for the names a `--name` abbreviates (getopt takes any unambiguous start). */
@@ -522,6 +515,12 @@ const EXPANSION_BUDGET = 2_000;
 const MAX_EXPANSION = 64 * 1024;
 let budget = 0;
 
+/** One line's text expanded (expand) within a fresh EXPANSION_BUDGET. */
+function expandLine(text: string, vars: Map<string, string>): string {
+  budget = EXPANSION_BUDGET;
+  return expand(text, vars, 0);
+}
+
 /** A Makefile's lines with their continuations (a backslash at the end) joined. */
 function logicalLines(text: string): string[] {
   return text.replace(/\\\r?\n/g, " ").split(/\r?\n/);
@@ -544,12 +543,8 @@ function closing(s: string, open: number): number {
 function patsubst(pattern: string, replacement: string, word: string): string {
   // A word not known here may be one the pattern matches: made with an unknown stem (`$(SRCS:.c=.d)` of an unknown SRCS: any name ending in `.d`).
   if (word.includes(UNKNOWN) && !matchesPattern(pattern, word)) return replacement.includes("%") ? replacement.replace("%", UNKNOWN) : replacement;
-  const p = pattern.indexOf("%");
-  if (p < 0) return word === pattern ? replacement : word;
-  const [pre, suf] = [pattern.slice(0, p), pattern.slice(p + 1)];
-  if (!word.startsWith(pre) || !word.endsWith(suf) || word.length < pre.length + suf.length) return word;
-  const stem = word.slice(pre.length, word.length - suf.length);
-  return replacement.includes("%") ? replacement.replace("%", stem) : replacement;
+  if (!matchesPattern(pattern, word)) return word;
+  return pattern.includes("%") && replacement.includes("%") ? replacement.replace("%", stemOf(pattern, word)) : replacement;
 }
 
 /** Whether a word matches a `%` pattern (or is the pattern's text, without one). */
