@@ -589,29 +589,26 @@ function ancestors(file: string): string[] {
   return out;
 }
 
+/** `git cat-file` in the user's repository: its objects only (no filter, no hook runs), no system or global config. */
+const catFile = (repo: string, args: string[], maxBuffer?: number) =>
+  run("git", ["-C", repo, "cat-file", ...args], {
+    ...(maxBuffer ? { maxBuffer } : {}),
+    env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
+  });
+
 /** Whether the base commit holds a path (a file or a folder). */
 async function baseHas(repo: string, commit: string, file: string): Promise<boolean> {
-  try {
-    await run("git", ["-C", repo, "cat-file", "-e", `${commit}:${file}`], {
-      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
-    });
-    return true;
-  } catch {
-    return false;
-  }
+  return catFile(repo, ["-e", `${commit}:${file}`]).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function baseText(repo: string, commit: string, file: string): Promise<string | null> {
-  try {
-    // Read from the user's repository's objects (no filter, no hook runs for cat-file).
-    const { stdout } = await run("git", ["-C", repo, "cat-file", "blob", `${commit}:${file}`], {
-      maxBuffer: 16 * 1024 * 1024,
-      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
-    });
-    return stdout;
-  } catch {
-    return null;
-  }
+  return catFile(repo, ["blob", `${commit}:${file}`], 16 * 1024 * 1024).then(
+    (r) => r.stdout,
+    () => null,
+  );
 }
 
 /** The text of a file of the checkout as the worker left it, or null: missing, unreadable, not a regular file inside it of a bounded size (files.ts). */
@@ -814,7 +811,9 @@ export async function runnerConfigChanges(opts: {
   const imports = new Map((opts.heldBackImports ?? []).map((n) => [foldPath(n), n]));
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
-  let facts: (MakeFacts & { found?: ReturnType<typeof lookups> }) | undefined;
+  /** What the makefiles say, read once per grading; or why they could not be read (not read again for the next file). */
+  let facts: MakeFacts | MakeTooLarge | undefined;
+  let found: ReturnType<typeof lookups> | undefined;
   let runs: MakeRun[] | undefined;
   const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
   const plugins = new Map(
@@ -876,7 +875,9 @@ export async function runnerConfigChanges(opts: {
       runs ??= makeRuns(opts.commands ?? [], opts.sub, opts.checkout);
       try {
         facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs]);
-        const found = (facts.found ??= lookups(facts));
+        if (facts instanceof MakeTooLarge) throw facts;
+        const make = facts;
+        const byPath = (found ??= lookups(make));
         // A makefile a check's command names (`make -f src/rules.mak test`): what make runs, whatever its name.
         const namedBy = runs.find((r) => r.makefiles?.some((m) => foldPath(m) === foldPath(file)));
         if (namedBy) {
@@ -886,25 +887,25 @@ export async function runnerConfigChanges(opts: {
         // The source a built-in rule remakes an included makefile from: beside it, or in a folder of the run's VPATH.
         const remade = [
           remadeFrom(file),
-          ...facts.vpath.flatMap(({ dir, folders }) =>
+          ...make.vpath.flatMap(({ dir, folders }) =>
             folders.filter((v) => file.startsWith(`${v}/`)).map((v) => remadeFrom(path.posix.join(dir, file.slice(v.length + 1)))),
           ),
         ].filter((r): r is string => r !== null);
-        const remadeInc = remade.flatMap((r) => facts!.included.naming(r).map((i) => ({ r, i })))[0];
+        const remadeInc = remade.flatMap((r) => make.included.naming(r).map((i) => ({ r, i })))[0];
         if (remadeInc) {
           out.push(
             `check configuration changed: ${file} — make remakes ${remadeInc.r}, which ${remadeInc.i.makefile} includes (\`${remadeInc.i.line}\`), from it with a built-in rule before reading it`,
           );
           continue;
         }
-        const input = found.inputs.get(file);
+        const input = byPath.inputs.get(file);
         if (input) {
           out.push(`check configuration changed: ${file} — ${input.why}: its change changes the rules make reads`);
           continue;
         }
         // A file or folder named like a target that is not `.PHONY`: make takes that target as up to date and runs no recipe for it.
         // The file itself, or a folder on its way (`src/test/x` in a folder named like the target `src/test`).
-        const target = [file, ...ancestors(file)].map((p) => found.targets.get(p)).find((t) => t !== undefined);
+        const target = [file, ...ancestors(file)].map((p) => byPath.targets.get(p)).find((t) => t !== undefined);
         if (target && !(await baseHas(opts.repo, opts.baseCommit, target.path))) {
           out.push(
             `check configuration changed: ${file} — named like the target \`${target.target}\` of ${target.makefile}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`,
@@ -913,13 +914,13 @@ export async function runnerConfigChanges(opts: {
         }
         // A name a compiler writes into the dependency lines a Makefile includes (`gcc -MMD -MP` writes \`HEADER:\` for each
         // header): \`.IGNORE\` there is make's special target, \`MAKEFLAGS=i\` an assignment.
-        if (facts.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path.posix.basename(file))) {
+        if (make.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path.posix.basename(file))) {
           out.push(
             `check configuration changed: ${file} — its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`,
           );
           continue;
         }
-        const naming = facts.included.naming(file);
+        const naming = make.included.naming(file);
         const goal = naming.find((i) => i.setsGoal);
         if (goal) {
           out.push(
@@ -936,6 +937,7 @@ export async function runnerConfigChanges(opts: {
         }
       } catch (err) {
         if (!(err instanceof MakeTooLarge)) throw err;
+        facts ??= err;
         // Past the engine's bounds (a makefile of tens of thousands of include lines and rules, which held its thread for
         // minutes): what make reads cannot be told, so every changed file that gets here counts.
         out.push(`check configuration changed: ${file} — ${err.message} within the engine's bounds: every changed file that could be one of them counts`);
