@@ -38,10 +38,11 @@ export const Part = memo(function Part({ part, ended, waiting }: { part: Transcr
   if (part.kind === "tool") {
     // A tool still "running" in a worker that has ended, or before a later model message, was cut off (stop, crash,
     // engine restart, then Resume): it never finished.
-    const cut = ended && (part.status === "running" || part.status === "pending");
+    const unfinished = part.status === "running" || part.status === "pending";
+    const cut = ended && unfinished;
     // opencode reports a shell command killed by a stop as "completed", saying so only in its output's metadata.
     const killed = part.status === "completed" && KILLED.test(part.output ?? "");
-    const held = !cut && !!waiting && (part.status === "running" || part.status === "pending");
+    const held = !cut && !!waiting && unfinished;
     const status = cut ? "not finished" : killed ? "killed" : held ? "waiting for approval" : (part.status ?? "…");
     return (
       <details className={`part tool tool-${part.status ?? "unknown"}`}>
@@ -215,13 +216,12 @@ const Block = memo(function Block({ text, cont }: { text: string; cont: boolean 
 
 const NO_MARKS: TranscriptMark[] = [];
 const NO_SEQS: Record<string, number> = {};
+const NO_CALLS: ReadonlySet<string> = new Set();
 
 /**
  * The live transcript, virtualized: only the rows on screen are in the DOM, so long sessions stay smooth. `marks`
  * (steers, asks, decisions) are shown between the parts by their place in the worker's log (`partSeq`).
  */
-const NO_CALLS: ReadonlySet<string> = new Set();
-
 export function Transcript({
   parts,
   marks = NO_MARKS,

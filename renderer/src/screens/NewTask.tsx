@@ -185,19 +185,23 @@ export function NewTask() {
   // a field with a message is named by its label's own words only (the message is its description).
   const labelId = (i: number, field: string) => `lbl-${i}-${field}`;
   const describedBy = (i: number, field: string) => (error && error.task === i && error.field === field ? `err-${i}-${field}` : undefined);
+  /** A field's accessible name (its label's words), and its message as its description while it has one. */
+  const fieldNamed = (i: number, field: string) => ({
+    "aria-labelledby": labelId(i, field),
+    "aria-invalid": !!describedBy(i, field),
+    "aria-describedby": describedBy(i, field),
+  });
   /** A number field of task `i` (its budget's or its fix rounds'), with its own error under it (and `also`). */
   const numberField = (i: number, name: "wallSec" | "tokens" | "fixRounds", label: string, opts: { title?: string; also?: ReactNode } = {}) => (
     <label className="field" title={opts.title}>
       <span id={labelId(i, name)}>{label}</span>
       <input
         name={name}
-        aria-labelledby={labelId(i, name)}
+        {...fieldNamed(i, name)}
         inputMode="numeric"
         value={tasks[i]![name]}
         placeholder="none"
         onChange={(e) => update(i, { [name]: e.target.value })}
-        aria-invalid={!!describedBy(i, name)}
-        aria-describedby={describedBy(i, name)}
       />
       {fieldError(i, name)}
       {opts.also}
@@ -223,9 +227,7 @@ export function NewTask() {
                   value={t.directory}
                   placeholder="/absolute/path/to/repo"
                   onChange={(e) => update(i, { directory: e.target.value })}
-                  aria-invalid={!!describedBy(i, "directory")}
-                  aria-labelledby={labelId(i, "directory")}
-                  aria-describedby={describedBy(i, "directory")}
+                  {...fieldNamed(i, "directory")}
                   spellCheck={false}
                 />
                 {desktop && (
@@ -256,9 +258,7 @@ export function NewTask() {
               value={t.task}
               onChange={(e) => update(i, { task: e.target.value })}
               placeholder="What the worker should do. Say what done looks like; the checks below stay hidden from it."
-              aria-invalid={!!describedBy(i, "task")}
-              aria-labelledby={labelId(i, "task")}
-              aria-describedby={describedBy(i, "task")}
+              {...fieldNamed(i, "task")}
             />
             {fieldError(i, "task")}
           </label>
@@ -362,9 +362,7 @@ export function NewTask() {
                 value={t.scope}
                 placeholder="src/**"
                 onChange={(e) => update(i, { scope: e.target.value })}
-                aria-labelledby={labelId(i, "scope")}
-                aria-invalid={!!describedBy(i, "scope")}
-                aria-describedby={describedBy(i, "scope")}
+                {...fieldNamed(i, "scope")}
               />
               {fieldError(i, "scope")}
             </label>
@@ -377,9 +375,7 @@ export function NewTask() {
                 value={t.protect}
                 placeholder="test/**"
                 onChange={(e) => update(i, { protect: e.target.value })}
-                aria-labelledby={labelId(i, "protect")}
-                aria-invalid={!!describedBy(i, "protect")}
-                aria-describedby={describedBy(i, "protect")}
+                {...fieldNamed(i, "protect")}
               />
               {fieldError(i, "protect")}
             </label>
