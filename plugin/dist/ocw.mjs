@@ -87950,7 +87950,7 @@ var MakeIncludes = class {
     this.left -= n2;
     if (this.left < 0) throw new MakeTooLarge();
   }
-  /** The include lines that name `file` (from the repository's root), in the order they were read. */
+  /** The include lines that name `file` (from the repository's root): those its name finds, then the others, each in the order read. */
   naming(file3) {
     const found = new Set(this.plain.get(file3));
     for (const inc of this.others) {
@@ -88001,8 +88001,7 @@ function makeFacts(checkout, runs2) {
           continue;
         }
         if (raw2.startsWith("	") && current.length) {
-          budget = EXPANSION_BUDGET;
-          const recipe = words(expand(raw2, vars, 0));
+          const recipe = words(expandLine(raw2, vars));
           for (const r of current) r.recipe.push(...recipe);
           continue;
         }
@@ -88023,24 +88022,21 @@ function makeFacts(checkout, runs2) {
           else if (op === "!=") vars.set(name, UNKNOWN);
           else vars.set(name, value);
           if (name === "MAKEFLAGS") {
-            budget = EXPANSION_BUDGET;
-            for (const d of makeflagsIncludeDirs(expand(vars.get(name), vars, 0))) {
-              const at2 = d.startsWith(CURDIR) ? fromRun(dir, `.${d.slice(CURDIR.length)}`) : path50.posix.isAbsolute(d) ? null : fromRun(dir, d);
-              if (at2 !== null && !searched.includes(at2)) searched.push(at2);
-              if (searched.length > MAX_FOLDERS) throw new MakeTooLarge();
-            }
+            for (const d of makeflagsIncludeDirs(expandLine(vars.get(name), vars)))
+              for (const at2 of lookedFor(dir, [], d)) {
+                if (at2 !== null && !searched.includes(at2)) searched.push(at2);
+                if (searched.length > MAX_FOLDERS) throw new MakeTooLarge();
+              }
           }
           if (name === ".DEFAULT_GOAL") goalOpen = false;
           if (name === "VPATH") {
-            budget = EXPANSION_BUDGET;
-            vpathDirs.push(...expand(vars.get(name), vars, 0).split(/[:\s]+/));
+            vpathDirs.push(...expandLine(vars.get(name), vars).split(/[:\s]+/));
           }
           continue;
         }
         const vp = /^\s*vpath\s+\S+\s+(.*)$/.exec(line);
         if (vp) {
-          budget = EXPANSION_BUDGET;
-          vpathDirs.push(...expand(vp[1], vars, 0).split(/[:\s]+/));
+          vpathDirs.push(...expandLine(vp[1], vars).split(/[:\s]+/));
           continue;
         }
         const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
@@ -88059,14 +88055,8 @@ function makeFacts(checkout, runs2) {
           if (targets.includes(".PHONY")) for (const p of prereqs) phony.add(p);
           continue;
         }
-        budget = EXPANSION_BUDGET;
-        const names = words(expand(inc[1], vars, 0)).filter((w) => /[^*?[\]]/.test(path50.posix.basename(w)));
-        const where = (folders2) => names.flatMap((w) => {
-          if (!w.replaceAll(UNKNOWN, "")) return [UNKNOWN];
-          if (w.startsWith(CURDIR)) return [fromRun(dir, `.${w.slice(CURDIR.length)}`)];
-          if (path50.posix.isAbsolute(w)) return [];
-          return [dir, ...folders2].map((f) => fromRun(f, w));
-        });
+        const names = words(expandLine(inc[1], vars)).filter((w) => /[^*?[\]]/.test(path50.posix.basename(w)));
+        const where = (folders2) => names.flatMap((w) => w.replaceAll(UNKNOWN, "") ? lookedFor(dir, folders2, w) : [UNKNOWN]);
         if (!where(searched).some((g2) => g2 !== null)) continue;
         let match;
         const matchers = () => where(searched).flatMap((g2) => g2 === null ? [] : [includeMatcher(g2)]);
@@ -88087,7 +88077,7 @@ function makeFacts(checkout, runs2) {
     );
     if (folders.length > MAX_FOLDERS) throw new MakeTooLarge();
     facts.vpath.push({ dir, folders });
-    const at = (name) => (name.includes(UNKNOWN) || path50.posix.isAbsolute(name) ? [] : name.startsWith(CURDIR) ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)] : [dir, ...folders].map((f) => fromRun(f, name))).filter((p) => p !== null);
+    const at = (name) => (name.includes(UNKNOWN) ? [] : lookedFor(dir, folders, name)).filter((p) => p !== null);
     for (const r of rules) {
       for (const t2 of r.targets) {
         if (t2.includes("%") || /^\.[A-Z_]/.test(t2) || phony.has(t2)) continue;
@@ -88125,10 +88115,14 @@ function fromRun(folder, name) {
   const p = path50.posix.normalize(path50.posix.join(folder || ".", name));
   return p === ".." || p.startsWith("../") ? null : p === "." ? "" : p;
 }
+function lookedFor(dir, folders, name) {
+  if (name.startsWith(CURDIR)) return [fromRun(dir, `.${name.slice(CURDIR.length)}`)];
+  if (path50.posix.isAbsolute(name)) return [];
+  return [dir, ...folders].map((f) => fromRun(f, name));
+}
 function firstFound(checkout, dir, searched, name) {
-  if (name.includes(UNKNOWN) || import_picomatch2.default.scan(name).isGlob || path50.posix.isAbsolute(name)) return null;
-  const at = name.startsWith(CURDIR) ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)] : [dir, ...searched].map((f) => fromRun(f, name));
-  return at.find((f) => f !== null && existsSync24(path50.join(checkout, f))) ?? null;
+  if (name.includes(UNKNOWN) || import_picomatch2.default.scan(name).isGlob) return null;
+  return lookedFor(dir, searched, name).find((f) => f !== null && existsSync24(path50.join(checkout, f))) ?? null;
 }
 var LONG_OPTIONS = new Map(
   Object.entries({
@@ -88257,6 +88251,10 @@ function includeMatcher(word) {
 var EXPANSION_BUDGET = 2e3;
 var MAX_EXPANSION = 64 * 1024;
 var budget = 0;
+function expandLine(text, vars) {
+  budget = EXPANSION_BUDGET;
+  return expand(text, vars, 0);
+}
 function logicalLines(text) {
   return text.replace(/\\\r?\n/g, " ").split(/\r?\n/);
 }
@@ -88272,12 +88270,8 @@ function closing(s, open3) {
 }
 function patsubst(pattern, replacement, word) {
   if (word.includes(UNKNOWN) && !matchesPattern(pattern, word)) return replacement.includes("%") ? replacement.replace("%", UNKNOWN) : replacement;
-  const p = pattern.indexOf("%");
-  if (p < 0) return word === pattern ? replacement : word;
-  const [pre, suf] = [pattern.slice(0, p), pattern.slice(p + 1)];
-  if (!word.startsWith(pre) || !word.endsWith(suf) || word.length < pre.length + suf.length) return word;
-  const stem = word.slice(pre.length, word.length - suf.length);
-  return replacement.includes("%") ? replacement.replace("%", stem) : replacement;
+  if (!matchesPattern(pattern, word)) return word;
+  return pattern.includes("%") && replacement.includes("%") ? replacement.replace("%", stemOf(pattern, word)) : replacement;
 }
 function matchesPattern(pattern, word) {
   const p = pattern.indexOf("%");
@@ -89064,9 +89058,8 @@ function fromMakeDir(dir, dirs) {
   const out = [];
   for (const d of dirs) {
     if (d.startsWith("/") || d.startsWith("~") || d.includes(UNKNOWN2)) continue;
-    let p = path51.posix.normalize(path51.posix.join(dir || ".", d));
-    if (p === ".") p = "";
-    if (p !== ".." && !p.startsWith("../") && !out.includes(p)) out.push(p);
+    const p = fromRun(dir, d);
+    if (p !== null && !out.includes(p)) out.push(p);
   }
   return out;
 }
@@ -90069,26 +90062,21 @@ function ancestors(file3) {
   for (let i2 = file3.lastIndexOf("/"); i2 > 0; i2 = file3.lastIndexOf("/", i2 - 1)) out.push(file3.slice(0, i2));
   return out;
 }
+var catFile = (repo, args, maxBuffer) => run4("git", ["-C", repo, "cat-file", ...args], {
+  ...maxBuffer ? { maxBuffer } : {},
+  env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
+});
 async function baseHas(repo, commit, file3) {
-  try {
-    await run4("git", ["-C", repo, "cat-file", "-e", `${commit}:${file3}`], {
-      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
-    });
-    return true;
-  } catch {
-    return false;
-  }
+  return catFile(repo, ["-e", `${commit}:${file3}`]).then(
+    () => true,
+    () => false
+  );
 }
 async function baseText(repo, commit, file3) {
-  try {
-    const { stdout } = await run4("git", ["-C", repo, "cat-file", "blob", `${commit}:${file3}`], {
-      maxBuffer: 16 * 1024 * 1024,
-      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
-    });
-    return stdout;
-  } catch {
-    return null;
-  }
+  return catFile(repo, ["blob", `${commit}:${file3}`], 16 * 1024 * 1024).then(
+    (r) => r.stdout,
+    () => null
+  );
 }
 function newText(checkout, file3) {
   return readInside(checkout, file3);
@@ -90181,6 +90169,7 @@ async function runnerConfigChanges(opts) {
   const imports = new Map((opts.heldBackImports ?? []).map((n2) => [foldPath(n2), n2]));
   const shadowing = /* @__PURE__ */ new Map();
   let facts;
+  let found;
   let runs2;
   const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
   const plugins = new Map(
@@ -90227,7 +90216,9 @@ async function runnerConfigChanges(opts) {
       runs2 ??= makeRuns(opts.commands ?? [], opts.sub, opts.checkout);
       try {
         facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs2]);
-        const found = facts.found ??= lookups(facts);
+        if (facts instanceof MakeTooLarge) throw facts;
+        const make = facts;
+        const byPath = found ??= lookups(make);
         const namedBy = runs2.find((r) => r.makefiles?.some((m) => foldPath(m) === foldPath(file3)));
         if (namedBy) {
           out.push(`check configuration changed: ${file3} \u2014 a makefile a check's make reads (\`-f\`): its rules are what the check runs`);
@@ -90235,36 +90226,36 @@ async function runnerConfigChanges(opts) {
         }
         const remade = [
           remadeFrom(file3),
-          ...facts.vpath.flatMap(
+          ...make.vpath.flatMap(
             ({ dir, folders }) => folders.filter((v) => file3.startsWith(`${v}/`)).map((v) => remadeFrom(path53.posix.join(dir, file3.slice(v.length + 1))))
           )
         ].filter((r) => r !== null);
-        const remadeInc = remade.flatMap((r) => facts.included.naming(r).map((i2) => ({ r, i: i2 })))[0];
+        const remadeInc = remade.flatMap((r) => make.included.naming(r).map((i2) => ({ r, i: i2 })))[0];
         if (remadeInc) {
           out.push(
             `check configuration changed: ${file3} \u2014 make remakes ${remadeInc.r}, which ${remadeInc.i.makefile} includes (\`${remadeInc.i.line}\`), from it with a built-in rule before reading it`
           );
           continue;
         }
-        const input2 = found.inputs.get(file3);
+        const input2 = byPath.inputs.get(file3);
         if (input2) {
           out.push(`check configuration changed: ${file3} \u2014 ${input2.why}: its change changes the rules make reads`);
           continue;
         }
-        const target = [file3, ...ancestors(file3)].map((p) => found.targets.get(p)).find((t2) => t2 !== void 0);
+        const target = [file3, ...ancestors(file3)].map((p) => byPath.targets.get(p)).find((t2) => t2 !== void 0);
         if (target && !await baseHas(opts.repo, opts.baseCommit, target.path)) {
           out.push(
             `check configuration changed: ${file3} \u2014 named like the target \`${target.target}\` of ${target.makefile}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`
           );
           continue;
         }
-        if (facts.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path53.posix.basename(file3))) {
+        if (make.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path53.posix.basename(file3))) {
           out.push(
             `check configuration changed: ${file3} \u2014 its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`
           );
           continue;
         }
-        const naming = facts.included.naming(file3);
+        const naming = make.included.naming(file3);
         const goal = naming.find((i2) => i2.setsGoal);
         if (goal) {
           out.push(
@@ -90281,6 +90272,7 @@ async function runnerConfigChanges(opts) {
         }
       } catch (err) {
         if (!(err instanceof MakeTooLarge)) throw err;
+        facts ??= err;
         out.push(`check configuration changed: ${file3} \u2014 ${err.message} within the engine's bounds: every changed file that could be one of them counts`);
         continue;
       }
