@@ -262,3 +262,45 @@ for (const vp of VIEWPORTS) {
     await page.context().close();
   });
 }
+
+// The page reads the build under way when it opens (another tab's build shows too). That read can reach the engine after
+// a click started a build and be answered after the build's end was shown: a CI run under load saw the page fall back to
+// "building… preparing" for good, its failure gone. Emulated: the page's first read is held until the failure shows, then
+// answered as the engine would have answered it mid-build (the same job, running).
+test(`wizard "Build one": the page's first read, answered after the build ended, does not bring it back to running`, async ({ browser }) => {
+  writeFileSync(modeFile, "fail");
+  const page = await pageAt(browser, VIEWPORTS[0]);
+  let first = true;
+  let release!: () => void;
+  const failureShown = new Promise<void>((r) => (release = r));
+  let answered!: () => void;
+  const lateAnswer = new Promise<void>((r) => (answered = r));
+  await page.route(/\/setup\.buildJob|,setup\.buildJob/, async (route) => {
+    if (!first) return route.continue();
+    first = false;
+    await failureShown;
+    const res = await route.fetch();
+    const calls = new URL(route.request().url()).pathname.split("/").pop()!.split(",");
+    const body = (await res.json()) as { result: { data: unknown } }[];
+    const at = calls.indexOf("setup.buildJob");
+    const job = body[at]!.result.data as { state: string };
+    expect(job.state).toBe("failed");
+    body[at]!.result.data = { ...job, state: "running", failure: null, ms: null };
+    await route.fulfill({ response: res, json: body });
+    answered();
+  });
+  await page.goto(`${engine.origin}/#/setup`);
+  await page.getByRole("radio", { name: /Run a model on this machine/ }).check();
+  const group = page.getByRole("group", { name: "Build llama-server" });
+  await group.getByRole("button", { name: "Build one" }).click();
+  const failed = group.getByRole("alert", { name: "Build status" });
+  await expect(failed).toContainText("The build failed: error: cmake not found");
+  release();
+  await lateAnswer;
+  // the late answer has reached the page: give its handler a moment to act, then the end shown must stand
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 500)));
+  await expect(failed).toContainText("The build failed: error: cmake not found");
+  await expect(group.getByRole("status", { name: "Build status" })).toHaveCount(0);
+  await expect(group.getByRole("button", { name: "Build one" })).toBeEnabled();
+  await page.context().close();
+});

@@ -26,12 +26,13 @@ export function BuildLlama({ onBuilt }: { onBuilt: (path: string) => void }) {
     [onBuilt],
   );
   useEffect(() => {
-    // a build already running (another tab, before a reload) shows here too
+    // A build already running (another tab, before a reload) shows here too. This read can be answered after a click
+    // here started a build and its end was shown (a CI run under load): it then says nothing new, and is not taken.
     void api.setup.buildJob.query().then(
       (j) => {
-        if (j?.state === "running") {
+        if (j?.state === "running" && !mine.current) {
           mine.current = j.jobId;
-          setJob(j);
+          accept(j);
         }
       },
       () => undefined,
