@@ -5,6 +5,7 @@ import type { LlamaBuildJob } from "../../../../shared/llama-build";
 import { api, errorText } from "../../api";
 import { onEngineEvent } from "../../store";
 import { Clip } from "./Clip";
+import { newerJob } from "./format";
 
 const secs = (ms: number) => `${Math.round(ms / 1000)} s`;
 
@@ -16,8 +17,7 @@ export function BuildLlama({ onBuilt }: { onBuilt: (path: string) => void }) {
   const accept = useCallback(
     (j: LlamaBuildJob | null) => {
       if (!j || (mine.current && j.jobId !== mine.current)) return;
-      // answers and events of one job can cross: an ended job never goes back to running
-      setJob((prev) => (prev && prev.jobId === j.jobId && prev.state !== "running" && j.state === "running" ? prev : j));
+      setJob((prev) => newerJob(prev, j));
       if (j.state === "done" && j.path && filled.current !== j.jobId && mine.current === j.jobId) {
         filled.current = j.jobId;
         onBuilt(j.path);

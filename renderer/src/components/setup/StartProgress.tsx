@@ -7,7 +7,7 @@ import type { SetupJob, SetupPhase, SetupStartInput } from "../../../../shared/s
 import { api, errorText } from "../../api";
 import { onEngineEvent, refreshTargets } from "../../store";
 import { counted } from "../../format";
-import { gib, phaseChip } from "./format";
+import { gib, newerJob, phaseChip } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
 import { Clip } from "./Clip";
 
@@ -47,7 +47,7 @@ export function useSetupJob(): { job: SetupJob | null; error: string | null; sta
     if (!j) return;
     if (current.current && j.jobId !== current.current) return;
     current.current = j.jobId;
-    setJob((prev) => (prev && prev.jobId === j.jobId && prev.state !== "running" && j.state === "running" ? prev : j));
+    setJob((prev) => newerJob(prev, j));
     if (j.state === "done") void refreshTargets();
   }, []);
   useEffect(() => {
@@ -77,7 +77,8 @@ export function useSetupJob(): { job: SetupJob | null; error: string | null; sta
     try {
       const j = await api.setup.start.mutate(input);
       current.current = j.jobId;
-      setJob(j);
+      // its end may have come first (a start refused at once)
+      setJob((prev) => newerJob(prev, j));
     } catch (err) {
       setError(errorText(err));
     }

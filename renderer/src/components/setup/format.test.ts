@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GiB, phaseChip, quantsText } from "./format";
+import { GiB, newerJob, phaseChip, quantsText } from "./format";
 
 describe("phaseChip", () => {
   it("Verify is not green when the verdict is underpowered, unverified or cannot-build", () => {
@@ -25,5 +25,19 @@ describe("quantsText (the catalog's quants column)", () => {
   it("one size once; a range otherwise", () => {
     expect(quantsText([56 * GiB])).toBe("1 · 56 GiB");
     expect(quantsText([11 * GiB, 30 * GiB, 17 * GiB])).toBe("3 · 11 GiB–30 GiB");
+  });
+});
+
+describe("newerJob", () => {
+  const run = { jobId: "j1", state: "running" };
+  const failed = { jobId: "j1", state: "failed" };
+  it("keeps an ended job's picture against a later answer that read it running", () => {
+    expect(newerJob(failed, run)).toBe(failed);
+  });
+  it("takes an end, another job, and the first picture", () => {
+    expect(newerJob(run, failed)).toBe(failed);
+    const other = { jobId: "j2", state: "running" };
+    expect(newerJob(failed, other)).toBe(other);
+    expect(newerJob(null, run)).toBe(run);
   });
 });

@@ -47,3 +47,11 @@ export function phaseChip(
   const tone = p.status === "done" ? "ok" : p.status === "failed" ? "bad" : p.status === "running" ? "busy" : "idle";
   return { tone, text: p.status };
 }
+
+/**
+ * A job's picture from an answer or an event: answers and events of one job can cross (its end shown before the answer
+ * that started it), and an ended job never goes back to running.
+ */
+export function newerJob<J extends { jobId: string; state: string }>(prev: J | null, j: J): J {
+  return prev && prev.jobId === j.jobId && prev.state !== "running" && j.state === "running" ? prev : j;
+}
