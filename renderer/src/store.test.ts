@@ -143,6 +143,27 @@ describe("renderer store", () => {
     expect(engine.get).toHaveBeenCalledWith({ workerId: "w-b" });
   });
 
+  it("a worker it has never seen, read twice and answered out of order, keeps the newer picture", async () => {
+    engine.workers = [];
+    const made = created("w-b");
+    const started = ev("w-b", { type: "worker.state", state: "running" });
+    const asked = ev("w-b", { type: "ask.opened", ask: ask("k1", "w-b", 5) });
+    // each event of the unseen worker reads it again; the second read is answered first
+    let answerFirst!: (w: Worker) => void;
+    engine.get.mockReturnValueOnce(new Promise<Worker>((r) => (answerFirst = r))).mockResolvedValueOnce(picture(made, started, asked));
+    await store.connect();
+    send(started);
+    send(asked);
+    vi.advanceTimersByTime(60);
+    await vi.waitFor(() => expect(store.useStore.getState().workers["w-b"]?.state).toBe("running"));
+    answerFirst(picture(made)); // read before it started: older than what is shown
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(engine.get).toHaveBeenCalledTimes(2);
+    expect(store.useStore.getState().workers["w-b"]!.state).toBe("running");
+    expect(store.pendingOf(store.useStore.getState().workers).map((x) => x.id)).toEqual(["k1"]);
+  });
+
   it("keeps each target's opencode server as its `opencode` events say (the workers' harness, not the model server)", async () => {
     await store.connect();
     engine.handlers!.onStarted!();

@@ -422,8 +422,10 @@ function flush() {
     if (before && e.type !== "worker.created" && e.seq <= before.lastSeq) continue; // already in the fetched picture
     if (!before && e.type !== "worker.created") {
       // An event for a worker we have not seen (e.g. created between list and subscribe): fetch it.
+      // Each of its events asks again, and the answers can come back in any order: an older picture never replaces a
+      // newer one (the events between them were skipped here, and would be lost).
       void api.workers.get.query({ workerId: e.workerId }).then(
-        (w) => set((st) => ({ workers: { ...st.workers, [w.id]: w } })),
+        (w) => set((st) => (st.workers[w.id] && st.workers[w.id]!.lastSeq >= w.lastSeq ? {} : { workers: { ...st.workers, [w.id]: w } })),
         () => undefined,
       );
       continue;
