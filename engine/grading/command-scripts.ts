@@ -10,9 +10,12 @@
 // reserved words a command may follow (`if bash x; then`, `! sh x`, `{ sh x; }`, `while …; do bash x; done`), a `cd` to
 // a plain folder, package.json's scripts (`npm test`, `yarn x`), make's recipes (the Makefile's, or those of the files
 // `-f` names, with the makefiles their `include` lines name plainly, read where the line stands, found in make's folder
-// or its `-I` folders, a sub-make's inherited ones too) and, inside a shell script, the shell scripts it runs or sources
-// (by name, by `$(dirname "$0")`, or linked) and the package.json scripts and make recipes of the npm, yarn, pnpm or
-// make it runs (read as if the check had named them).
+// or its `-I` folders, a sub-make's inherited ones too, and first the files MAKEFILES names) and, inside a shell script,
+// the shell scripts it runs or sources (by name, by `$(dirname "$0")`, or linked) and the package.json scripts and make
+// recipes of the npm, yarn, pnpm or make it runs (read as if the check had named them).
+// make's MAKEFLAGS, GNUMAKEFLAGS and MAKEFILES are read where the make's environment or command line sets them
+// (`MAKEFILES=x.env make`, `make MAKEFLAGS=-Iconf`, or an earlier `export MAKEFLAGS=-Iconf;` of the line or script,
+// exported or not) and passed on to the sub-makes of its recipes.
 // A variable an earlier command of the same line or script set to a plain value (`S=scripts/test.sh; bash "$S"`,
 // `export D=ci && sh $D/run.sh`) is read as that value; `eval '…'`, `su -c '…'` and `flock FILE [-c] …` as the command
 // they run. So are the command `xargs` runs (`xargs -0 -n1 bash x`; the arguments it appends and the words holding its
@@ -755,17 +758,25 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
   const tools = new Map<string, number>();
   /**
    * `inScript`: the shell script whose own line this is (read for the shell scripts it runs in turn, and the recipes and
-   * package scripts of the make, npm, yarn or pnpm it runs; not its other programs). `makeflags`: the `-I` folders (as
-   * written, from the make's folder) a make's MAKEFLAGS passes on to what its recipes run, and so to a make they run.
+   * package scripts of the make, npm, yarn or pnpm it runs; not its other programs). `inherited`: what make reads from
+   * the environment this line runs in (MakeEnv): what a make's MAKEFLAGS and MAKEFILES pass on to what its recipes run,
+   * and so to a make they run, or what an earlier line of a script exported.
    */
-  const read = (line: string, cwd: string, command: string, depth: number, inScript?: string, makeflags: string[] = []): void => {
+  const read = (line: string, cwd: string, command: string, depth: number, inScript?: string, inherited: MakeEnv = NO_MAKE_ENV): void => {
     if (depth > 3) return;
     work.left -= line.length;
     if (work.left < 0) return;
     let at: string | null = cwd;
+    /** The environment as the line's commands so far leave it (`export MAKEFLAGS=-Iconf; make test`). */
+    let env = inherited;
     for (const words of simpleCommands(line)) {
       if (at === null) return;
       const from: string = at;
+      // `export MAKEFLAGS=-Iconf`, `MAKEFILES=x.env; export MAKEFILES`: what the later commands' make reads. Counted
+      // whether or not it is exported: a variable the shell was given is exported already, and so is any after `set -a`.
+      const set = assignedOnly(words);
+      if (set) env = withMakeVars(env, set);
+      const envNow = env;
       // `cd x`, or `then cd x` (past the reserved words a command may follow)
       const lead = words.findIndex((w) => typeof w !== "string" || !RESERVED.has(w));
       if (lead >= 0 && words[lead] === "cd") {
@@ -777,7 +788,7 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
         continue;
       }
       const files = scriptWords(words, (inner) => {
-        read(inner, from, command, depth + 1, inScript, makeflags);
+        read(inner, from, command, depth + 1, inScript, envNow);
         return [];
       });
       // `bash < scripts/test.sh`, `sh -s < run.sh`, `cat scripts/test.sh | bash`: a shell given no script reads it from
@@ -801,7 +812,7 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
           if (real && real !== file && !found.has(real)) found.set(real, { file: real, command, via: file });
           // A shell script's own lines, read from the folder it was run from (its relative paths are the caller's).
           if (shell !== null)
-            read(withScriptDir(shell, path.posix.relative(from || ".", path.posix.dirname(file)) || "."), from, command, depth + 1, file, makeflags);
+            read(withScriptDir(shell, path.posix.relative(from || ".", path.posix.dirname(file)) || "."), from, command, depth + 1, file, envNow);
         }
       }
       if (checkout) {
@@ -810,27 +821,35 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
         const start = commandStart(words);
         const tool = start && "at" in start ? words.slice(start.at) : [];
         const isMake = tool[0] === "make" || tool[0] === "gmake";
-        // `MAKEFLAGS=-Iconf make test`, `env GNUMAKEFLAGS='-I conf' make`: the environment's flags come first, as make reads them.
-        const flags = isMake ? [...makeflags, ...envIncludeDirs(start && "at" in start ? words.slice(0, start.at) : [])] : makeflags;
+        // `MAKEFLAGS=-Iconf make test`, `env GNUMAKEFLAGS='-I conf' make`, `MAKEFILES=x.env make`: the environment's
+        // come first, as make reads them.
+        const flags = isMake ? withMakeVars(envNow, assignmentsBefore(start && "at" in start ? words.slice(0, start.at) : [])) : envNow;
         // The same tool read again in the same folder, no shallower, reads nothing new (`make` on each line of a recipe).
-        const key = `${from}\0${JSON.stringify(tool)}\0${flags.join("\0")}`;
+        const key = `${from}\0${JSON.stringify(tool)}\0${flags.includeDirs.join("\0")}\0\0${flags.readFirst.join("\0")}`;
         if ((tools.get(key) ?? Number.POSITIVE_INFINITY) <= depth) continue;
         if (isMake || tool[0] === "npm" || tool[0] === "yarn" || tool[0] === "pnpm") tools.set(key, depth);
-        for (const script of packageScripts(tool, checkout, from)) read(script, from, command, depth + 1, undefined, makeflags);
+        for (const script of packageScripts(tool, checkout, from)) read(script, from, command, depth + 1, undefined, envNow);
         const options = isMake ? makeOptions(tool, from) : null;
-        const includeDirs = options ? [...flags, ...options.includeDirs] : flags;
+        // Its own options and variables (`make -I conf MAKEFILES=x.env test`) after the environment's; a variable given on
+        // its command line is passed on to its sub-makes, as its environment is.
+        const passed = options
+          ? withMakeVars({ includeDirs: [...flags.includeDirs, ...options.includeDirs], readFirst: flags.readFirst }, options.vars)
+          : flags;
+        const includeDirs = passed.includeDirs;
+        const readFirst = passed.readFirst.filter((w) => !w.startsWith("~") && !w.includes(UNKNOWN));
         if (isMake)
           runs.push({
             dir: options?.dir ?? from,
             makefiles: options?.makefiles ?? [],
             includeDirs: fromMakeDir(options?.dir ?? from, includeDirs),
+            ...(readFirst.length ? { readFirst } : {}),
             // No target named (or none that can be told): make builds its makefiles' first target.
             ...(options?.targets.length ? {} : { defaultGoal: true }),
           });
-        const make = options ? makeRecipes(options, checkout, work, fromMakeDir(options.dir, includeDirs)) : null;
+        const make = options ? makeRecipes(options, checkout, work, fromMakeDir(options.dir, includeDirs), readFirst) : null;
         // The makefiles `-f` names are what the command runs, as a script is (a harness by its name, `-f ci/test.mk`).
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
-        if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1, undefined, includeDirs);
+        if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1, undefined, passed);
       }
     }
   };
@@ -838,11 +857,74 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
   return { scripts: [...found.values()], runs };
 }
 
-/** The `-I` folders the `MAKEFLAGS=…` and `GNUMAKEFLAGS=…` assignments before a command give make (GNUMAKEFLAGS first). */
-function envIncludeDirs(before: Word[]): string[] {
-  const value = (name: string) =>
-    before.flatMap((w) => (typeof w === "string" && w.startsWith(`${name}=`) && !w.includes(UNKNOWN) ? makeflagsIncludeDirs(w.slice(name.length + 1)) : []));
-  return [...value("GNUMAKEFLAGS"), ...value("MAKEFLAGS")];
+/**
+ * What make reads from its environment (or a make's command line passes on to its sub-makes): the `-I` folders of
+ * MAKEFLAGS and GNUMAKEFLAGS, as written (read from each make's own folder), and the names MAKEFILES gives, as written
+ * (each make reads them from its own folder, before its makefiles).
+ */
+interface MakeEnv {
+  includeDirs: string[];
+  readFirst: string[];
+}
+const NO_MAKE_ENV: MakeEnv = { includeDirs: [], readFirst: [] };
+
+/** The variables of make's that decide what it reads (MakeEnv). */
+const MAKE_VARS = new Set(["MAKEFLAGS", "GNUMAKEFLAGS", "MAKEFILES"]);
+
+/**
+ * At most this many `-I` folders, and as many MAKEFILES names, are kept in a MakeEnv, and one more: make-includes takes a
+ * run with more than 64 of either as too large to tell what it reads (every changed file then counts). A worker's script
+ * of 30,000 `export MAKEFLAGS=-Ia` lines would otherwise be copied and searched at each.
+ */
+const MAX_MAKE_ENV = 65;
+
+/** `list` with those of `more` it lacks added, up to MAX_MAKE_ENV. */
+function added(list: string[], more: string[]): string[] {
+  if (list.length >= MAX_MAKE_ENV) return list;
+  const out = [...list];
+  for (const m of more) {
+    if (out.length >= MAX_MAKE_ENV) break;
+    if (!out.includes(m)) out.push(m);
+  }
+  return out;
+}
+
+/**
+ * An environment with make's variables among `vars` (name, value) added: their `-I` folders and MAKEFILES names after the
+ * ones it had (GNUMAKEFLAGS before MAKEFLAGS, as make reads them). Added, not replaced: a value set again counts with the
+ * one before, which a make run earlier may have read.
+ */
+function withMakeVars(env: MakeEnv, vars: [string, string][]): MakeEnv {
+  const known = vars.filter(([name, value]) => MAKE_VARS.has(name) && !value.includes(UNKNOWN));
+  if (!known.length) return env;
+  const value = (name: string) => known.filter(([n]) => n === name).map(([, v]) => v);
+  return {
+    includeDirs: added(env.includeDirs, [...value("GNUMAKEFLAGS"), ...value("MAKEFLAGS")].flatMap(makeflagsIncludeDirs)),
+    readFirst: added(
+      env.readFirst,
+      value("MAKEFILES").flatMap((v) => v.split(/\s+/).filter(Boolean)),
+    ),
+  };
+}
+
+/** The `NAME=value` words among a command's words (the assignments before it: `MAKEFLAGS=-Iconf make test`). */
+function assignmentsBefore(before: Word[]): [string, string][] {
+  return before.flatMap((w) => {
+    const m = typeof w === "string" ? /^([A-Za-z_]\w*)=([\s\S]*)$/.exec(w) : null;
+    return m ? [[m[1]!, m[2]!] as [string, string]] : [];
+  });
+}
+
+/**
+ * The assignments of a command that only assigns: `S=x T=y`, or `export S=x` (`declare -x`, `readonly`, `typeset`,
+ * `local`, past their options); null for any other command.
+ */
+function assignedOnly(words: Word[]): [string, string][] | null {
+  const declares = typeof words[0] === "string" && DECLARES.has(words[0]);
+  const rest = declares ? words.slice(1).filter((w) => !(typeof w === "string" && w.startsWith("-"))) : words;
+  if (!rest.length && !declares) return null;
+  const set = assignmentsBefore(rest);
+  return set.length && (declares || set.length === rest.length) ? set : null;
 }
 
 /** `-I` folders as written, read from make's folder `dir`: from the repository's root, once each; those outside it left out. */
@@ -886,6 +968,8 @@ interface MakeOptions {
   makefiles: string[];
   includeDirs: string[];
   targets: string[];
+  /** The variables its command line sets (`make MAKEFLAGS=-Iconf test`), name and value. */
+  vars: [string, string][];
 }
 
 /**
@@ -903,6 +987,7 @@ function makeOptions(words: Word[], from: string): MakeOptions | null {
   const targets: string[] = [];
   const named: string[] = [];
   const includeDirs: string[] = [];
+  const vars: [string, string][] = [];
   /** `-C DIR`: make moves there (a later one from the folder an earlier one moved to); false when it cannot be told. */
   const move = (to: Word | undefined): boolean => {
     if (typeof to !== "string" || !to || to.startsWith("/")) return false;
@@ -924,6 +1009,7 @@ function makeOptions(words: Word[], from: string): MakeOptions | null {
     if (typeof w !== "string") return null;
     if (w === "--") {
       for (const t of words.slice(i + 1)) if (typeof t === "string" && !t.includes("=")) targets.push(t);
+      vars.push(...assignmentsBefore(words.slice(i + 1)));
       break;
     }
     if (w.startsWith("--")) {
@@ -940,6 +1026,7 @@ function makeOptions(words: Word[], from: string): MakeOptions | null {
         break;
       }
     } else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
+    else if (!w.startsWith("-")) vars.push(...assignmentsBefore([w]));
   }
   const makefiles: string[] = [];
   for (const f of named) {
@@ -947,7 +1034,7 @@ function makeOptions(words: Word[], from: string): MakeOptions | null {
     if (f === "-" || f.startsWith("/") || f.startsWith("~") || file === "." || file === ".." || file.startsWith("../")) return null;
     makefiles.push(file);
   }
-  return { dir, makefiles, includeDirs, targets };
+  return { dir, makefiles, includeDirs, targets, vars };
 }
 
 /**
@@ -955,13 +1042,15 @@ function makeOptions(words: Word[], from: string): MakeOptions | null {
  * (read in order; `makefiles`: their paths from the repository's root), with the makefiles their include lines name
  * plainly, found as make finds them (`searched`: its `-I` folders, from the root): those of the targets named (the first
  * target when none is) and of their prerequisites, read from the rules as written (no variables expanded, no pattern
- * rules). Null when no makefile is there to read.
+ * rules). The files MAKEFILES names (`readFirst`, as written) are read before them, found as an include line's names are,
+ * and give no default goal. Null when no makefile is there to read.
  */
 function makeRecipes(
   { dir, makefiles, targets }: MakeOptions,
   checkout: string,
   work: { left: number },
   searched: string[],
+  readFirst: string[] = [],
 ): { dir: string; lines: string[]; makefiles: string[] } | null {
   let text: string | null = null;
   /** The makefiles read (an include of one of them is a loop). */
@@ -981,13 +1070,22 @@ function makeRecipes(
       break;
     }
   if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
-  text = withIncludes(text, checkout, [dir, ...searched], reading, { files: MAX_INCLUDED });
-  work.left -= text.length;
+  const budget = { files: MAX_INCLUDED };
+  // MAKEFILES' files, read as an `-include` line of their names would read them (and their own include lines in turn).
+  const firstText = readFirst.length ? withIncludes(`-include ${readFirst.join(" ")}`, checkout, [dir, ...searched], reading, budget) : "";
+  text = withIncludes(text, checkout, [dir, ...searched], reading, budget);
+  work.left -= text.length + firstText.length;
   if (work.left < 0) return null;
   const rules = new Map<string, { prereqs: string[]; recipe: string[] }>();
   let first: string | undefined;
   let current: { prereqs: string[]; recipe: string[] }[] = [];
-  for (const raw of text.replace(/\\\n/g, " ").split("\n")) {
+  const split = (t: string) => t.replace(/\\\n/g, " ").split("\n");
+  // MAKEFILES' files' lines, then the makefiles': only the makefiles' give the default goal.
+  const firstLines = firstText ? split(firstText) : [];
+  const all = [...firstLines, ...split(text)];
+  for (let k = 0; k < all.length; k++) {
+    const raw = all[k]!;
+    const goal = k >= firstLines.length;
     if (raw.startsWith("\t")) {
       for (const r of current) r.recipe.push(asMake(raw.slice(1).replace(/^[\s@+-]+/, "")));
       continue;
@@ -1007,7 +1105,7 @@ function makeRecipes(
       if (after?.trim()) rule.recipe.push(asMake(after.trim()));
       rules.set(t, rule);
       current.push(rule);
-      if (first === undefined && !t.startsWith(".") && !t.includes("%")) first = t;
+      if (goal && first === undefined && !t.startsWith(".") && !t.includes("%")) first = t;
     }
   }
   const lines: string[] = [];

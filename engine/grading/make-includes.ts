@@ -38,6 +38,12 @@ export interface MakeRun {
   dir: string;
   makefiles?: string[];
   includeDirs?: string[];
+  /**
+   * The names MAKEFILES gives it (in its environment, on its command line, or passed on by the make whose recipe runs
+   * it), as written: make reads each before its makefiles, from its folder or its `-I` folders, and never takes its
+   * default goal from one.
+   */
+  readFirst?: string[];
   /** It names no target: it builds the first target its makefiles define (an included file's, when included before any). */
   defaultGoal?: boolean;
 }
@@ -66,10 +72,13 @@ const UNKNOWN = "\u0002";
  *   `$(shell …)` read as make reads the makefile (`$(eval $(shell cat src/rules.txt))`).
  * - `vpath`: each run's folder with the folders of its VPATH and `vpath` lines (a built-in rule remakes an included
  *   makefile from a source found there: `local.env` from `src/local.env.sh`).
+ * - `readFirst`: where the names MAKEFILES gives a run are looked for (its folder, then its `-I` folders): make reads
+ *   those files before its makefiles.
  * - `read`: whether any run read a makefile.
  */
 export interface MakeFacts {
   includes: MakeInclude[];
+  readFirst: { path: string; name: string }[];
   /** The include lines that name a file (MakeIncludes.naming): those its name alone finds, and those asked one by one. */
   included: MakeIncludes;
   targets: { path: string; target: string; makefile: string }[];
@@ -169,11 +178,11 @@ export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): Make
 export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFacts {
   const out: MakeInclude[] = [];
   const included = new MakeIncludes();
-  const facts: MakeFacts = { includes: out, included, targets: [], inputs: [], vpath: [], read: false };
+  const facts: MakeFacts = { includes: out, included, readFirst: [], targets: [], inputs: [], vpath: [], read: false };
   const seen = new Set<string>();
   for (const given of runs) {
     const run = typeof given === "string" ? { dir: given } : given;
-    const key = JSON.stringify([run.dir, run.makefiles ?? [], run.includeDirs ?? [], !!run.defaultGoal]);
+    const key = JSON.stringify([run.dir, run.makefiles ?? [], run.includeDirs ?? [], run.readFirst ?? [], !!run.defaultGoal]);
     if (seen.has(key)) continue;
     if (seen.size >= MAX_RUNS) break;
     seen.add(key);
@@ -183,7 +192,12 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
     /** The run's search path for included makefiles: grows with each `MAKEFLAGS` its makefiles set. */
     const searched = [...(run.includeDirs ?? [])];
     const vars = new Map<string, string>([["CURDIR", CURDIR]]);
-    const queue = [...first];
+    // The names MAKEFILES gives: each read before the makefiles, the first place that has it (as an include line's name).
+    const readFirst = (run.readFirst ?? []).filter((w) => w && !w.includes(UNKNOWN));
+    // Each name is looked for in each folder: past the bound, what make reads cannot be told here.
+    if (readFirst.length > MAX_FOLDERS || searched.length > MAX_FOLDERS) throw new MakeTooLarge();
+    const readFirstFiles = new Set(readFirst.map((w) => firstFound(checkout, dir, searched, w)).filter((f): f is string => f !== null));
+    const queue = [...readFirstFiles, ...first];
     const done = new Set<string>();
     const rules: Rule[] = [];
     const phony = new Set<string>();
@@ -261,7 +275,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           // A target-specific variable (`test: X = 1`) names its targets, but no prerequisite or recipe.
           const prereqs = /=/.test(before) ? [] : words(expand(before.replace("|", " "), vars, 0));
           const r: Rule = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
-          if (targets.some((t) => !t.startsWith(".") && !t.includes("%"))) goalOpen = false;
+          if (!readFirstFiles.has(makefile) && targets.some((t) => !t.startsWith(".") && !t.includes("%"))) goalOpen = false;
           rules.push(r);
           current = [r];
           if (targets.includes(".PHONY")) for (const p of prereqs) phony.add(p);
@@ -286,6 +300,9 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
       }
     }
     for (const { inc, words } of runIncludes) included.add(inc, words());
+    // Every place make looks for a MAKEFILES name counts, with the search path as the makefiles leave it (the worker may
+    // add or remove the one before).
+    for (const name of readFirst) for (const p of lookedFor(dir, searched, name)) if (p !== null) facts.readFirst.push({ path: p, name });
     /** This run's include lines (a rule remakes only what its own make includes). */
     const mine = new Set(runIncludes.map((x) => x.inc));
     const folders = [...new Set(vpathDirs.filter((d) => d && !d.includes(UNKNOWN) && !path.posix.isAbsolute(d)).map((d) => fromRun(dir, d)))].filter(

@@ -579,7 +579,9 @@ function lookups(facts: MakeFacts) {
   for (const t of facts.targets) if (!targets.has(t.path)) targets.set(t.path, t);
   const inputs = new Map<string, MakeFacts["inputs"][number]>();
   for (const i of facts.inputs) if (!inputs.has(i.path)) inputs.set(i.path, i);
-  return { targets, inputs };
+  const readFirst = new Map<string, MakeFacts["readFirst"][number]>();
+  for (const r of facts.readFirst) if (!readFirst.has(r.path)) readFirst.set(r.path, r);
+  return { targets, inputs, readFirst };
 }
 
 /** The folders on a path's way from the repository's root ("a/b/c" → "a/b", "a"). */
@@ -884,6 +886,15 @@ export async function runnerConfigChanges(opts: {
           out.push(`check configuration changed: ${file} — a makefile a check's make reads (\`-f\`): its rules are what the check runs`);
           continue;
         }
+        // A file MAKEFILES names (`MAKEFILES=conf/extra.env make test`, `export MAKEFILES=…`, `make MAKEFILES=… test`):
+        // make reads it before its makefiles, from its folder or its `-I` folders.
+        const first = byPath.readFirst.get(file);
+        if (first) {
+          out.push(
+            `check configuration changed: ${file} — a makefile a check's make reads before its own (\`MAKEFILES=${first.name}\`, in its environment or on its command line): its rules, variables and special targets are the Makefile's own`,
+          );
+          continue;
+        }
         // The source a built-in rule remakes an included makefile from: beside it, or in a folder of the run's VPATH.
         const remade = [
           remadeFrom(file),
@@ -917,6 +928,14 @@ export async function runnerConfigChanges(opts: {
         if (make.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path.posix.basename(file))) {
           out.push(
             `check configuration changed: ${file} — its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`,
+          );
+          continue;
+        }
+        // \`run_%\` there is a pattern rule of no recipe and no prerequisite (\`run_%:\`), which make takes over its built-in
+        // rules: a stale \`run_tests\` is up to date, and what should be built from the held-back run_tests.c never is.
+        if (make.read && path.posix.basename(file).includes("%")) {
+          out.push(
+            `check configuration changed: ${file} — its name, read as a makefile line (the dependency lines a compiler writes name it) is a pattern rule of make's with no recipe: make takes every file it matches as made, and builds none of them`,
           );
           continue;
         }
