@@ -931,8 +931,8 @@ export async function runnerConfigChanges(opts: {
           );
           continue;
         }
-        // \`run_%\` there is a pattern rule of no recipe and no prerequisite (\`run_%:\`), which make takes over its built-in
-        // rules: a stale \`run_tests\` is up to date, and what should be built from the held-back run_tests.c never is.
+        // A header named `run_%` gives the line `run_%:`, a pattern rule of no recipe and no prerequisite, which make takes over its built-in
+        // rules: a stale `run_tests` is up to date, and what should be built from the held-back run_tests.c never is.
         if (make.read && path.posix.basename(file).includes("%")) {
           out.push(
             `check configuration changed: ${file} — its name, read as a makefile line (the dependency lines a compiler writes name it) is a pattern rule of make's with no recipe: make takes every file it matches as made, and builds none of them`,
