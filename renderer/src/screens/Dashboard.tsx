@@ -20,6 +20,7 @@ import {
 import { onBatchEvent, pushNotice, sortedWorkers, useStore } from "../store";
 import type { BatchSummary } from "../../../shared/batch";
 import type { SearchHit } from "../../../shared/api";
+import { inOrder } from "../reads";
 import { spendBy, spendText } from "../../../shared/cost";
 import { throughput } from "../../../shared/metrics";
 
@@ -824,21 +825,18 @@ type EndpointRows = Awaited<ReturnType<typeof api.targets.endpoints.query>>[numb
  */
 function usePoolEndpoints(on: boolean): Record<string, EndpointRows> | null {
   const [rows, setRows] = useState<Record<string, EndpointRows> | null>(null);
+  const [inTurn] = useState(inOrder);
   useEffect(() => {
     if (!on) return;
     let alive = true;
-    const read = () =>
-      api.targets.endpoints.query().then(
-        (r) => alive && setRows(Object.fromEntries(r.map((x) => [x.targetId, x.endpoints]))),
-        () => undefined,
-      );
+    const read = () => inTurn(api.targets.endpoints.query(), (r) => alive && setRows(Object.fromEntries(r.map((x) => [x.targetId, x.endpoints]))));
     void read();
     const t = setInterval(() => void read(), 3000);
     return () => {
       alive = false;
       clearInterval(t);
     };
-  }, [on]);
+  }, [on, inTurn]);
   return rows;
 }
 
@@ -943,21 +941,19 @@ function MergeAll({ batchId, workers }: { batchId: string; workers: Worker[] }) 
  */
 function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] }) {
   const [plan, setPlan] = useState<BatchSummary | null>(null);
+  const [read] = useState(inOrder);
   const sig = workers.map((w) => `${w.id}:${w.state}:${w.merged ? 1 : 0}`).join(",");
   useEffect(() => {
     let live = true;
-    const load = () =>
-      void api.workers.batch.query({ batchId }).then(
-        (b) => live && setPlan(b),
-        () => undefined,
-      );
+    // A batch event reads it again while an earlier read may still be on its way: the newest answer stands.
+    const load = () => void read(api.workers.batch.query({ batchId }), (b) => live && setPlan(b));
     load();
     const off = onBatchEvent((id) => id === batchId && load());
     return () => {
       live = false;
       off();
     };
-  }, [batchId, sig]);
+  }, [batchId, sig, read]);
   if (!plan || (!plan.tasks.some((t) => t.after.length) && !plan.integration && !plan.skipped.length)) return null;
   const byId = new Map(workers.map((w) => [w.id, w]));
   const stateOf = (t: BatchSummary["tasks"][number]) => (t.skipped ? "skipped" : t.workerId ? (byId.get(t.workerId)?.state ?? "queued") : "waiting");

@@ -15,6 +15,7 @@ import { desktop } from "../desktop";
 import { counted, duration, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { throughput } from "../../../shared/metrics";
 import { spendText, workerSpend, type Price } from "../../../shared/cost";
+import { inOrder } from "../reads";
 import { go, href } from "../router";
 import { closeTranscript, loadTranscript, pushNotice, refreshTargets, useStore } from "../store";
 
@@ -750,6 +751,7 @@ function WorktreeDiff({
   const [diff, setDiff] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const last = useRef(0);
+  const [read] = useState(inOrder);
   // A review in progress: comments collected on lines and files, sent together ("start a review → submit").
   const [reviewing, setReviewing] = useState(false);
   const [comments, setComments] = useState<DraftComment[]>([]);
@@ -766,13 +768,14 @@ function WorktreeDiff({
     const wait = Math.max(0, last.current + 2000 - Date.now());
     const t = setTimeout(() => {
       last.current = Date.now();
-      api.workers.diff.query({ workerId: id }).then(
+      void read(
+        api.workers.diff.query({ workerId: id }),
         (r) => (setDiff(r.diff), setError(null)),
         (err) => setError(errorText(err)),
       );
     }, wait);
     return () => clearTimeout(t);
-  }, [id, lastSeq]);
+  }, [id, lastSeq, read]);
   if (error) return <div className="field-error">{error}</div>;
   if (diff === null) return <div className="muted pad">Loading diff…</div>;
   if (!diff.trim())

@@ -3,6 +3,7 @@
 import { useCallback, useEffect, useState } from "react";
 import type { ServerView } from "../../../../shared/servers";
 import { api, errorText } from "../../api";
+import { inOrder } from "../../reads";
 import { onEngineEvent, useStore } from "../../store";
 
 type Busy = { id: string; what: "stop" | "restart" | "delete" | "keep" } | null;
@@ -23,13 +24,16 @@ export function ServersPanel() {
   /** The checkbox follows the click at once; the list read after the engine answered confirms it. */
   const [keepShown, setKeepShown] = useState<Record<string, boolean>>({});
 
+  // Read again on each target change, start's end and action: the newest answer stands.
+  const [read] = useState(inOrder);
   const load = useCallback(
     () =>
-      api.servers.list.query().then(
+      read(
+        api.servers.list.query(),
         (s) => (setServers(s), setLoadError(null)),
         (err) => setLoadError(errorText(err)),
       ),
-    [],
+    [read],
   );
   // a target saved or deleted (its server deleted with it) changes the list: read it again then
   const targets = useStore((s) => s.targets);
