@@ -158,3 +158,33 @@ test("the notices leave the page's end free: scrolled to its end, Send steer is 
   await shot(page, "notices-room-900");
   expect(covered, "Send steer lies under a notice").toBe(false);
 });
+
+test("an empty New task form, submitted, says every field's problem at once, each under its field, and focuses the first", async () => {
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.goto(`${engine.origin}/#/new`);
+  const form = page.getByRole("form", { name: "New task" });
+  const directory = form.getByRole("textbox", { name: "Directory (git repository)" });
+  const task = form.getByRole("textbox", { name: "Task", exact: true });
+  const wall = form.getByRole("textbox", { name: "Wall-clock budget (s)" });
+  await directory.fill("");
+  await wall.fill("soon");
+  await form.getByRole("button", { name: "Start worker" }).click();
+  await expect(form.getByRole("alert")).toHaveCount(3);
+  // Each field keeps its label as its name; its message is its description, in the engine's words.
+  await expect(directory).toHaveAccessibleName("Directory (git repository)");
+  await expect(directory).toHaveAttribute("aria-invalid", "true");
+  await expect(directory).toHaveAccessibleDescription("directory is required");
+  await expect(task).toHaveAccessibleName("Task");
+  await expect(task).toHaveAttribute("aria-invalid", "true");
+  await expect(task).toHaveAccessibleDescription("the task is empty: say what the worker should do");
+  await expect(wall).toHaveAccessibleName("Wall-clock budget (s)");
+  await expect(wall).toHaveAttribute("aria-invalid", "true");
+  await expect(wall).toHaveAccessibleDescription(/^the wall-clock budget is a number of seconds above 0: got "soon"/);
+  await expect(directory).toBeFocused();
+  await shot(page, "new-task-every-error");
+  // Fixing one field clears its message alone.
+  await task.fill("TASK-FAIL anything");
+  await expect(task).toHaveAttribute("aria-invalid", "false");
+  await expect(form.getByRole("alert")).toHaveCount(2);
+  expect(await engine.client.workers.list.query()).toHaveLength(0);
+});
