@@ -188,3 +188,32 @@ test("an empty New task form, submitted, says every field's problem at once, eac
   await expect(form.getByRole("alert")).toHaveCount(2);
   expect(await engine.client.workers.list.query()).toHaveLength(0);
 });
+
+test("a steer sent while the worker writes is shown after the text that began before it, live, reloaded and once the text ends", async () => {
+  await page.setViewportSize({ width: 1360, height: 900 });
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-HANG think", title: "Steered", directory: repo, checks: [] });
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const log = page.getByRole("log", { name: "Transcript" });
+  const text = log.locator(".part.text").filter({ hasText: "Thinking…" });
+  await expect(text).toBeVisible({ timeout: 60_000 });
+  await page.getByRole("textbox", { name: "Steering message" }).fill("also check the README");
+  await page.getByRole("button", { name: "Send steer", exact: true }).click();
+  const steer = log.getByRole("note", { name: /^You steered: also check the README/ });
+  await expect(steer).toBeVisible();
+  /** Whether the steer's row comes after the text's row in the transcript. */
+  const steerAfterText = async () => {
+    const s = await steer.elementHandle();
+    return text.evaluate((t, s) => !!((t.compareDocumentPosition(s!) & 4) /* DOCUMENT_POSITION_FOLLOWING */), s);
+  };
+  expect(await steerAfterText(), "live: the steer is shown above the text that began before it").toBe(true);
+  await shot(page, "steer-after-text");
+  await page.reload();
+  await expect(steer).toBeVisible();
+  await expect(text).toBeVisible();
+  expect(await steerAfterText(), "reloaded: the steer is shown above the text that began before it").toBe(true);
+  await engine.client.workers.stop.mutate({ workerId });
+  await expect.poll(state(workerId), { timeout: 60_000 }).toBe("stopped");
+  await page.reload();
+  await expect(steer).toBeVisible();
+  if (await text.count()) expect(await steerAfterText(), "stopped: the steer is shown above the text that began before it").toBe(true);
+});

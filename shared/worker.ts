@@ -116,8 +116,20 @@ export const TranscriptPart = z.object({
   /** Characters cut from the middle of a long tool output (its head and tail are kept in `output`). */
   outputCut: z.number().int().optional(),
   error: z.string().optional(),
+  /**
+   * The worker's log position when this part began streaming (the `seq` of its latest event then). A text or reasoning
+   * part is logged once it ends: a steer, ask or decision logged while it streamed came after its start, and the
+   * transcript shows it after the part (`transcriptPlace`). Absent: the part began where it is logged.
+   */
+  after: z.number().int().nonnegative().optional(),
 });
 export type TranscriptPart = z.infer<typeof TranscriptPart>;
+
+/**
+ * Where a part sits among its worker's logged events: just after the event it began after, else where it is logged
+ * (`seq`). Steers, asks and decisions logged at or before the place show before the part, later ones after it.
+ */
+export const transcriptPlace = (part: TranscriptPart, seq: number): number => (part.after !== undefined && part.after < seq ? part.after + 0.5 : seq);
 
 /** `seq` counts the worker's own events; `busSeq` is the event's place in the engine's stream (its cursor). */
 const base = { workerId: z.string(), seq: z.number().int(), ts: z.number(), busSeq: z.number().int().optional() };
