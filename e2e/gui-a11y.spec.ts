@@ -257,3 +257,18 @@ test("a transcript's tool row held by a pending ask says it waits for approval, 
   await engine.client.approvals.decide.mutate({ askId: ask!.id, decision: "once" });
   await expect(row.locator(".chip")).toHaveText("completed", { timeout: 30_000 });
 });
+
+test("the worker page's header says the worker waits for approval of the tool a pending ask holds, not that it runs it", async () => {
+  const { workerId } = await askingCardAt900("header.txt");
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const head = page.getByRole("region", { name: "Worker", exact: true });
+  await expect(page.locator(".part.tool").filter({ hasText: "header.txt" }).locator(".chip")).toHaveText("waiting for approval");
+  await expect(head).toContainText("waiting for approval of write");
+  await expect(head).not.toContainText("running write");
+  await shot(page, "header-waiting", false);
+  // Answered, the call runs and completes: the header no longer says it waits.
+  const ask = (await engine.client.approvals.list.query()).find((a) => a.workerId === workerId);
+  await engine.client.approvals.decide.mutate({ askId: ask!.id, decision: "once" });
+  await expect(head).not.toContainText("waiting for approval", { timeout: 30_000 });
+});

@@ -158,3 +158,64 @@ test("the notices leave the page's end free: scrolled to its end, Send steer is 
   await shot(page, "notices-room-900");
   expect(covered, "Send steer lies under a notice").toBe(false);
 });
+
+test("an empty New task form, submitted, says every field's problem at once, each under its field, and focuses the first", async () => {
+  const workers = (await engine.client.workers.list.query()).length;
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.goto(`${engine.origin}/#/new`);
+  const form = page.getByRole("form", { name: "New task" });
+  const directory = form.getByRole("textbox", { name: "Directory (git repository)" });
+  const task = form.getByRole("textbox", { name: "Task", exact: true });
+  const wall = form.getByRole("textbox", { name: "Wall-clock budget (s)" });
+  await directory.fill("");
+  await wall.fill("soon");
+  await form.getByRole("button", { name: "Start worker" }).click();
+  await expect(form.getByRole("alert")).toHaveCount(3);
+  // Each field keeps its label as its name; its message is its description, in the engine's words.
+  await expect(directory).toHaveAccessibleName("Directory (git repository)");
+  await expect(directory).toHaveAttribute("aria-invalid", "true");
+  await expect(directory).toHaveAccessibleDescription("directory is required");
+  await expect(task).toHaveAccessibleName("Task");
+  await expect(task).toHaveAttribute("aria-invalid", "true");
+  await expect(task).toHaveAccessibleDescription("the task is empty: say what the worker should do");
+  await expect(wall).toHaveAccessibleName("Wall-clock budget (s)");
+  await expect(wall).toHaveAttribute("aria-invalid", "true");
+  await expect(wall).toHaveAccessibleDescription(/^the wall-clock budget is a number of seconds above 0: got "soon"/);
+  await expect(directory).toBeFocused();
+  await shot(page, "new-task-every-error");
+  // Fixing one field clears its message alone.
+  await task.fill("TASK-FAIL anything");
+  await expect(task).toHaveAttribute("aria-invalid", "false");
+  await expect(form.getByRole("alert")).toHaveCount(2);
+  // Nothing was sent: no worker started.
+  expect(await engine.client.workers.list.query()).toHaveLength(workers);
+});
+
+test("a steer sent while the worker writes is shown after the text that began before it, live, reloaded and once the text ends", async () => {
+  await page.setViewportSize({ width: 1360, height: 900 });
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-HANG think", title: "Steered", directory: repo, checks: [] });
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const log = page.getByRole("log", { name: "Transcript" });
+  const text = log.locator(".part.text").filter({ hasText: "Thinking…" });
+  await expect(text).toBeVisible({ timeout: 60_000 });
+  await page.getByRole("textbox", { name: "Steering message" }).fill("also check the README");
+  await page.getByRole("button", { name: "Send steer", exact: true }).click();
+  const steer = log.getByRole("note", { name: /^You steered: also check the README/ });
+  await expect(steer).toBeVisible();
+  /** Whether the steer's row comes after the text's row in the transcript. */
+  const steerAfterText = async () => {
+    const s = await steer.elementHandle();
+    return text.evaluate((t, s) => !!((t.compareDocumentPosition(s!) & 4) /* DOCUMENT_POSITION_FOLLOWING */), s);
+  };
+  expect(await steerAfterText(), "live: the steer is shown above the text that began before it").toBe(true);
+  await shot(page, "steer-after-text");
+  await page.reload();
+  await expect(steer).toBeVisible();
+  await expect(text).toBeVisible();
+  expect(await steerAfterText(), "reloaded: the steer is shown above the text that began before it").toBe(true);
+  await engine.client.workers.stop.mutate({ workerId });
+  await expect.poll(state(workerId), { timeout: 60_000 }).toBe("stopped");
+  await page.reload();
+  await expect(steer).toBeVisible();
+  if (await text.count()) expect(await steerAfterText(), "stopped: the steer is shown above the text that began before it").toBe(true);
+});

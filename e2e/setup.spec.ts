@@ -111,8 +111,8 @@ test("CPU-only machine: no invented GPU; the engine's pick for the CPU, its memo
   const hw = page.getByRole("list", { name: "Detected hardware" });
   await expect(hw).toContainText("No GPU detected");
   await expect(hw).not.toContainText("GPU 0");
-  // The CPU-only note speaks to the person at the wizard (its Slots field), not only to the command line.
-  await expect(page.getByText(/^CPU only: 1 slot by default/)).toContainText("set Slots in Setup");
+  // The CPU-only note speaks to the person at the wizard: it points at the Slots field below it (it said "set Slots in Setup" on Setup).
+  await expect(page.getByText(/^CPU only: 1 slot by default/)).toContainText("set Slots below");
   const rec = page.getByRole("region", { name: "Recommended setup" });
   // the same pick as `ocw fit` on a 16 GiB CPU-only machine (docs/model-setup.md, scenario review)
   const fit = await cpu.client.setup.fit.query({});

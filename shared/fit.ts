@@ -109,6 +109,12 @@ export const FitHardware = z.object({
 });
 export type FitHardware = z.infer<typeof FitHardware>;
 
+/**
+ * The note the plan carries when it used the CPU-only default of 1 slot (a hardware note). Its last words are for the
+ * command line and other clients; the Setup screen, where the Slots field is, says where that field is instead.
+ */
+export const CPU_SLOTS_NOTE = "CPU only: 1 slot by default (decode speed is shared by all slots); for more, set Slots in Setup (--slots N on the command line)";
+
 export const FitResult = z.object({
   hardware: FitHardware,
   pick: FitPick.nullable(),

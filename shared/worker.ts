@@ -116,8 +116,20 @@ export const TranscriptPart = z.object({
   /** Characters cut from the middle of a long tool output (its head and tail are kept in `output`). */
   outputCut: z.number().int().optional(),
   error: z.string().optional(),
+  /**
+   * The worker's log position when this part began streaming (the `seq` of its latest event then). A text or reasoning
+   * part is logged once it ends: a steer, ask or decision logged while it streamed came after its start, and the
+   * transcript shows it after the part (`transcriptPlace`). Absent: the part began where it is logged.
+   */
+  after: z.number().int().nonnegative().optional(),
 });
 export type TranscriptPart = z.infer<typeof TranscriptPart>;
+
+/**
+ * Where a part sits among its worker's logged events: just after the event it began after, else where it is logged
+ * (`seq`). Steers, asks and decisions logged at or before the place show before the part, later ones after it.
+ */
+export const transcriptPlace = (part: TranscriptPart, seq: number): number => (part.after !== undefined && part.after < seq ? part.after + 0.5 : seq);
 
 /** `seq` counts the worker's own events; `busSeq` is the event's place in the engine's stream (its cursor). */
 const base = { workerId: z.string(), seq: z.number().int(), ts: z.number(), busSeq: z.number().int().optional() };
@@ -218,6 +230,8 @@ export const Worker = z.object({
   usage: Usage,
   lastActivity: z.object({ ts: z.number(), summary: z.string() }).nullable(),
   currentTool: z.string().nullable(),
+  /** The call `currentTool` names (opencode's callID): a pending ask that names it holds that call, waiting for approval. */
+  currentCall: z.string().nullable().default(null),
   stalled: z.boolean(),
   toolFailures: z.number(),
   /** The latest round's verdict (null while a round runs); every round's is in `rounds`. */
@@ -309,6 +323,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       usage: { input: 0, output: 0, reasoning: 0, cost: 0 },
       lastActivity: null,
       currentTool: null,
+      currentCall: null,
       stalled: false,
       toolFailures: 0,
       verdict: null,
@@ -337,7 +352,10 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.stateReason = e.reason ?? null;
       if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
       next.endedAt = isAtRest(e.state) ? e.ts : null;
-      if (!isActive(e.state)) next.currentTool = null;
+      if (!isActive(e.state)) {
+        next.currentTool = null;
+        next.currentCall = null;
+      }
       if (e.state === "running") next.stalled = false;
       // A grant lasts one run of its worker: once the run ends (settled, stopped, failed) it expires (shared/grants.ts).
       if (GRANT_ENDS.has(e.state) && w.grants.some((g) => g.expiredAt === undefined))
@@ -365,7 +383,11 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
     case "part":
       next.lastActivity = { ts: e.ts, summary: summarizePart(e.part) };
       next.stalled = false;
-      if (e.part.kind === "tool") next.currentTool = e.part.status === "running" || e.part.status === "pending" ? (e.part.tool ?? null) : null;
+      if (e.part.kind === "tool") {
+        const unfinished = e.part.status === "running" || e.part.status === "pending";
+        next.currentTool = unfinished ? (e.part.tool ?? null) : null;
+        next.currentCall = unfinished ? (e.part.callId ?? null) : null;
+      }
       break;
     case "usage":
       next.usage = e.usage;
@@ -450,3 +472,7 @@ export function workerTitle(spec: { title?: string; task: string }, max = 100): 
 }
 
 export const pendingAsks = (w: Pick<Worker, "asks">) => w.asks.filter((a) => a.status === "pending");
+
+/** The pending ask that holds the worker's current tool call (the call waits for its approval, it does not run), or null. */
+export const askHoldingCall = (w: Pick<Worker, "asks" | "currentCall">): PermissionAsk | null =>
+  (w.currentCall && w.asks.find((a) => a.status === "pending" && a.callId === w.currentCall)) || null;

@@ -2,6 +2,7 @@
 // the log, deltas coalesced on a fake clock, asks/usage/retries/idles routed, sub-agent sessions mapped to their worker.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { testRegistry } from "../../test/fixtures/registry";
+import { transcriptPlace, type WorkerEvent } from "../../shared/worker";
 import { describeError } from "../serving/provider-errors";
 import { DeltaCoalescer, mayHandle, opencodeEvent, translatePart, Translator, type OpencodeEvent } from "./translate";
 
@@ -280,8 +281,11 @@ describe("the translator", () => {
 
   it("keeps the text of a part still streaming, as published (each piece says where it starts), until the part is finished or the session idles", () => {
     vi.useFakeTimers();
-    const { w, t, bus } = setup();
+    const { w, t, bus, registry } = setup();
     const deltas: { delta: string; at?: number }[] = [];
+    const logged: WorkerEvent[] = [];
+    bus.subscribe((d) => d.event.type !== "delta" && logged.push(d.event as WorkerEvent));
+    const began = registry.get(w.id).lastSeq;
     bus.subscribe((d) => d.event.type === "delta" && deltas.push({ delta: d.event.delta, at: d.event.at }));
     const delta = (partID: string, text: string) =>
       t.handle(ev("message.part.delta", { sessionID: "ses_root", messageID: "m", partID, field: "text", delta: text }));
@@ -307,10 +311,13 @@ describe("the translator", () => {
     ]);
     const parts = () => [...(t.streaming.get(w.id)?.values() ?? [])].map((s) => s.part);
     // The user's text part (never streamed) is not there; the reasoning part keeps its kind.
+    // Each is placed where it began: after the worker's latest logged event then.
     expect(parts()).toEqual([
-      { partId: "r", messageId: "m", kind: "reasoning", text: "hmm" },
-      { partId: "p", messageId: "", kind: "text", text: "hello world" },
+      { partId: "r", messageId: "m", kind: "reasoning", text: "hmm", after: began },
+      { partId: "p", messageId: "", kind: "text", text: "hello world", after: began },
     ]);
+    // A steer sent while "p" streams is logged before it; the finished part, logged after the steer, keeps its place.
+    const steer = registry.record(w.id, { type: "steer.sent", text: "also this", by: { kind: "person" } }).lastSeq;
     t.handle(
       ev("message.part.updated", {
         sessionID: "ses_root",
@@ -318,7 +325,19 @@ describe("the translator", () => {
       }),
     );
     expect(parts().map((p) => p.partId)).toEqual(["r"]);
+    // A stopped session idles before its last part is finished: that part keeps its place too.
     t.handle(ev("session.idle", { sessionID: "ses_root" }));
+    t.handle(
+      ev("message.part.updated", {
+        sessionID: "ses_root",
+        part: { id: "r", sessionID: "ses_root", messageID: "m", type: "reasoning", text: "hmm", time: { start: 1, end: 3 } },
+      }),
+    );
+    expect(logged.find((e) => e.type === "part" && e.part.partId === "r")).toMatchObject({ part: { after: began } });
+    const finished = logged.find((e): e is Extract<WorkerEvent, { type: "part" }> => e.type === "part" && e.part.partId === "p")!;
+    expect(finished.seq).toBeGreaterThan(steer);
+    expect(finished.part.after).toBe(began);
+    expect(transcriptPlace(finished.part, finished.seq)).toBeLessThan(steer);
     expect(t.streaming.has(w.id)).toBe(false);
   });
 });

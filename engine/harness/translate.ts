@@ -294,6 +294,12 @@ export class Translator {
    */
   readonly streaming = new Map<string, Map<string, { part: TranscriptPart; length: number }>>();
 
+  /**
+   * Where each streamed part began (its `after`), by worker and part, until the part is logged: it outlives the text so
+   * far, which an idle drops, because a stopped session's last part is finished after its idle. Bounded (oldest out).
+   */
+  private readonly began = new Map<string, number>();
+
   /** The `workdir` of bash calls in flight, by call id (an ask names its call, not its arguments; "" when none). */
   private readonly workdirs = new Map<string, string>();
   /**
@@ -339,10 +345,20 @@ export class Translator {
     this.sinks.ask(h.workerId, workdir ? { ...h.ask, workdir } : h.ask);
   }
 
+  /** A part that begins streaming, placed after the worker's latest logged event (a steer sent from now on comes after it). */
   private streamingPart(workerId: string, partId: string, messageId: string | undefined, kind: "text" | "reasoning", text: string) {
     let parts = this.streaming.get(workerId);
     if (!parts) this.streaming.set(workerId, (parts = new Map()));
-    const sp = { part: { partId, messageId: messageId ?? "", kind, text } satisfies TranscriptPart, length: text.length };
+    const key = `${workerId}\0${partId}`;
+    const after = this.began.get(key) ?? this.sinks.registry.workers.get(workerId)?.lastSeq;
+    if (after !== undefined && !this.began.has(key)) {
+      if (this.began.size >= 4096) this.began.delete(this.began.keys().next().value!);
+      this.began.set(key, after);
+    }
+    const sp = {
+      part: { partId, messageId: messageId ?? "", kind, text, ...(after !== undefined ? { after } : {}) } satisfies TranscriptPart,
+      length: text.length,
+    };
     parts.set(partId, sp);
     return sp;
   }
@@ -386,7 +402,14 @@ export class Translator {
         if (part?.type === "tool") this.noteWorkdir(part);
         if (this.deltas.size && (part as { time?: { end?: number } })?.time?.end) this.deltas.flush();
         const { part: t, toolFailed } = translatePart(part);
-        if (t) this.streaming.get(workerId)?.delete(t.partId);
+        if (t) {
+          // A streamed part keeps its place: where it began, not where it ended (a steer sent meanwhile comes after it).
+          const key = `${workerId}\0${t.partId}`;
+          const began = this.began.get(key);
+          if (began !== undefined && t.kind !== "tool") t.after = began;
+          this.began.delete(key);
+          this.streaming.get(workerId)?.delete(t.partId);
+        }
         // Text comes as deltas (a user's text part never does); a reasoning part is named here before its deltas.
         else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
           this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");

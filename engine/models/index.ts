@@ -23,7 +23,6 @@ export { readHubSizes, refreshHubSizes, withHubSizes } from "./hub-sizes";
 export { mtpOf, sglangMtpArgs, vllmMtpArgs } from "./mtp";
 export {
   commandWords,
-  CPU_SLOTS_NOTE,
   DEFAULT_MIN_CTX,
   defaultSlots,
   devicesFromHardware,

@@ -29,8 +29,6 @@ export function defaultSlots(gpuCount: number): number {
   return gpuCount > 0 ? 4 : 1;
 }
 
-/** What the plan says when it used the CPU-only default. */
-export const CPU_SLOTS_NOTE = "CPU only: 1 slot by default (decode speed is shared by all slots); for more, set Slots in Setup (--slots N on the command line)";
 const MARGIN = 1024 * MiB;
 
 export interface PlanModel {

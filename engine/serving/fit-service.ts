@@ -5,12 +5,11 @@
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { type FitPick, FitResult } from "../../shared/fit";
+import { CPU_SLOTS_NOTE, type FitPick, FitResult } from "../../shared/fit";
 import type { HardwareReport } from "../hardware";
 import {
   CATALOG,
   type CatalogEntry,
-  CPU_SLOTS_NOTE,
   DEFAULT_MIN_CTX,
   defaultSlots,
   devicesFromHardware,

@@ -15,6 +15,7 @@ import {
   WorkerSpec,
   workerTitle,
   type TranscriptPart,
+  transcriptPlace,
   type Worker,
   type WorkerEvent,
   type WorkerSpecInput,
@@ -823,14 +824,27 @@ export class Engine {
     );
   }
 
-  /** The worker's transcript from its log: the latest version of each part, in order. */
+  /**
+   * The worker's transcript from its log: the latest version of each part, in the order they began (a streamed part is
+   * logged once it ends, after a tool call that began later: it comes first, as it did live).
+   */
   transcript(workerId: string): TranscriptPart[] {
     this.get(workerId);
     const parts = new Map<string, TranscriptPart>();
-    for (const e of this.logs.load(workerId).events) if (e.type === "part") parts.set(e.part.partId, e.part);
+    const place = new Map<string, number>();
+    for (const e of this.logs.load(workerId).events)
+      if (e.type === "part") {
+        parts.set(e.part.partId, e.part);
+        if (!place.has(e.part.partId)) place.set(e.part.partId, transcriptPlace(e.part, e.seq));
+      }
     // Parts still streaming are not in the log yet: their text so far.
-    for (const { part } of this.translator.streaming.get(workerId)?.values() ?? []) if (!parts.has(part.partId)) parts.set(part.partId, { ...part });
-    return [...parts.values()];
+    for (const { part } of this.translator.streaming.get(workerId)?.values() ?? [])
+      if (!parts.has(part.partId)) {
+        parts.set(part.partId, { ...part });
+        place.set(part.partId, part.after !== undefined ? part.after + 0.5 : Number.POSITIVE_INFINITY);
+      }
+    // A stable sort: parts with the same place keep the log's order.
+    return [...parts.values()].sort((a, b) => place.get(a.partId)! - place.get(b.partId)! || 0);
   }
 
   events(workerId: string): WorkerEvent[] {

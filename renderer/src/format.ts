@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
 import type { DecidedBy } from "../../shared/permission";
-import { type WorkerState, workerTitle } from "../../shared/worker";
+import { askHoldingCall, type Worker, type WorkerState, workerTitle } from "../../shared/worker";
 import { counted, ENGINE_NO_ANSWER, isNoAnswer } from "../../shared/words";
 
 export function duration(ms: number): string {
@@ -101,6 +101,8 @@ export const taskTitle = (spec: { title?: string; task: string }): string => wor
 export function phaseOf(w: {
   state: WorkerState;
   currentTool: string | null;
+  currentCall?: string | null;
+  asks?: Worker["asks"];
   stalled: boolean;
   startedAt: number | null;
   discarded?: boolean;
@@ -115,6 +117,8 @@ export function phaseOf(w: {
       return "starting its session";
     case "running":
       if (w.stalled) return "stalled";
+      // A call a pending ask holds waits for a person or Claude: it does not run yet.
+      if (w.currentTool && w.asks && askHoldingCall({ asks: w.asks, currentCall: w.currentCall ?? null })) return "waiting for you";
       return w.currentTool ? `running ${w.currentTool}` : "thinking / writing";
     case "waiting-approval":
       return "waiting for you";

@@ -4,7 +4,7 @@ import { create } from "zustand";
 import type { EngineEvent } from "../../shared/events";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import type { Target } from "../../shared/target";
-import { isAtRest, reduceWorker, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
+import { isAtRest, reduceWorker, type TranscriptPart, transcriptPlace, type Worker, type WorkerEvent } from "../../shared/worker";
 import { api, errorText } from "./api";
 import { freezeClock } from "./format";
 
@@ -203,7 +203,8 @@ export async function loadTranscript(workerId: string): Promise<void> {
     const [parts, events] = await Promise.all([api.workers.transcript.query({ workerId }), api.workers.events.query({ workerId })]);
     let next = withPartials(workerId, parts);
     for (const d of loading.get(workerId) ?? []) if (d.at !== undefined) next = applyDelta(next, d);
-    // Where each part and each steer/ask sits in the worker's log: the transcript shows them in that order.
+    // Where each part and each steer/ask sits in the worker's log: the transcript shows them in that order. A streamed
+    // part sits where it began (shared/worker.ts, transcriptPlace), not where it was logged once it ended.
     const partSeq: Record<string, number> = {};
     const marks: TranscriptMark[] = [];
     const asks = new Map<string, PermissionAsk>();
@@ -211,7 +212,7 @@ export async function loadTranscript(workerId: string): Promise<void> {
     const take = (e: WorkerEvent) => {
       last = Math.max(last, e.seq);
       if (e.type === "part") {
-        partSeq[e.part.partId] ??= e.seq;
+        partSeq[e.part.partId] ??= transcriptPlace(e.part, e.seq);
         return;
       }
       if (e.type === "ask.opened") asks.set(e.ask.id, e.ask);
@@ -225,6 +226,8 @@ export async function loadTranscript(workerId: string): Promise<void> {
       if (e.type === "part") next = upsertPart(next, e.part);
       take(e);
     }
+    // Parts still streaming (not logged yet): where they began.
+    for (const p of next) if (partSeq[p.partId] === undefined && p.after !== undefined) partSeq[p.partId] = p.after + 0.5;
     marks.sort((a, b) => a.seq - b.seq);
     set((s) => ({
       transcripts: { ...s.transcripts, [workerId]: next },
@@ -397,6 +400,9 @@ function flush() {
         const next = applyDelta(parts, e);
         if (next !== parts) transcripts = { ...transcripts, [e.workerId]: next };
       }
+      // A part's first piece: it began after every event of its worker seen so far (a steer sent from now on comes after it).
+      const seqs = partSeqs[e.workerId];
+      if (seqs && seqs[e.partId] === undefined) partSeqs = { ...partSeqs, [e.workerId]: { ...seqs, [e.partId]: (workers[e.workerId]?.lastSeq ?? 0) + 0.5 } };
       continue;
     }
     if (e.type === "opencode") {
@@ -450,7 +456,7 @@ function flush() {
     if (e.type === "part" && transcripts[e.workerId]) {
       transcripts = { ...transcripts, [e.workerId]: upsertPart(transcripts[e.workerId]!, e.part) };
       const seqs = partSeqs[e.workerId];
-      if (seqs && seqs[e.part.partId] === undefined) partSeqs = { ...partSeqs, [e.workerId]: { ...seqs, [e.part.partId]: e.seq } };
+      if (seqs && seqs[e.part.partId] === undefined) partSeqs = { ...partSeqs, [e.workerId]: { ...seqs, [e.part.partId]: transcriptPlace(e.part, e.seq) } };
     }
     if (transcripts[e.workerId] && marks[e.workerId]) {
       const m = markOf(e, after.asks);

@@ -168,7 +168,8 @@ const BLOCK_LINES = 40;
 
 /**
  * The parts in their order, with the steers, asks and decisions put in where they happened: before the first part
- * the log recorded after them (a part not logged yet, still streaming, comes after every mark so far).
+ * that began after them (`partSeq`: where a part began among the logged events, shared/worker.ts transcriptPlace; a
+ * streamed part is logged once it ends, so a steer sent while it streamed comes after it, not above it).
  * Long text parts become several rows of BLOCK_LINES lines, so streaming only re-lays out the last block.
  */
 function toRows(parts: TranscriptPart[], marks: TranscriptMark[], partSeq: Record<string, number>): Row[] {

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import type { CheckSpec } from "../../../shared/check";
-import type { WorkerSpecInput } from "../../../shared/worker";
+import { WorkerSpec, type WorkerSpecInput } from "../../../shared/worker";
 import { api, errorText } from "../api";
 import { Warning } from "../components/common";
 import { desktop } from "../desktop";
@@ -83,26 +83,56 @@ function toSpec(t: TaskRow, targetId: string | undefined): WorkerSpecInput {
   };
 }
 
+/** A message under one field of one task (`task` -1: under the whole form). */
+interface FieldError {
+  task: number;
+  field: string;
+  text: string;
+}
+
 /**
  * The number fields that hold something else, as the message a person reads under that field. Sent as they are, a word
  * went out as null and came back as "Invalid input: expected number, received null" (under the token budget even for
  * the wall clock), and an exit code as the whole check's schema.
  */
-function badNumber(t: TaskRow): { field: string; text: string } | null {
+function badNumbers(t: TaskRow): { field: string; text: string }[] {
   const whole = (s: string, min: number, max: number) => /^\d+$/.test(s.trim()) && Number(s) >= min && Number(s) <= max;
-  const bad = t.checks.find((c) => c.kind === "run" && c.expectExit.trim() && !whole(c.expectExit, 0, 255));
-  if (bad) return { field: "checks", text: `the expected exit code must be a whole number from 0 to 255: got "${bad.expectExit.trim()}"` };
+  const bad: { field: string; text: string }[] = [];
+  const exit = t.checks.find((c) => c.kind === "run" && c.expectExit.trim() && !whole(c.expectExit, 0, 255));
+  if (exit) bad.push({ field: "checks", text: `the expected exit code must be a whole number from 0 to 255: got "${exit.expectExit.trim()}"` });
   if (t.wallSec.trim() && !(Number(t.wallSec) > 0))
-    return { field: "wallSec", text: `the wall-clock budget is a number of seconds above 0: got "${t.wallSec.trim()}"` };
+    bad.push({ field: "wallSec", text: `the wall-clock budget is a number of seconds above 0: got "${t.wallSec.trim()}"` });
   if (t.tokens.trim() && !whole(t.tokens, 1, Number.MAX_SAFE_INTEGER))
-    return { field: "tokens", text: `the token budget is a whole number above 0: got "${t.tokens.trim()}"` };
+    bad.push({ field: "tokens", text: `the token budget is a whole number above 0: got "${t.tokens.trim()}"` });
   if (t.fixRounds.trim() && !whole(t.fixRounds, 0, 10))
-    return { field: "fixRounds", text: `fix rounds are a whole number from 0 to 10: got "${t.fixRounds.trim()}"` };
-  return null;
+    bad.push({ field: "fixRounds", text: `fix rounds are a whole number from 0 to 10: got "${t.fixRounds.trim()}"` });
+  return bad;
+}
+
+/** The fields with a place for their message under them (`budget`: under the token budget). */
+const PLACED = new Set(["directory", "task", "checks", "scope", "protect", "budget", "wallSec", "tokens", "fixRounds"]);
+
+/**
+ * Every field of a task the form can tell is wrong before sending, one message each, in the engine's own words (its
+ * schema of a task, shared/worker.ts): an empty form says all of its problems at once, where the engine's refusal names
+ * one field. The engine stays the judge of the rest (a folder that is no git repository, a target, a batch's plan).
+ */
+function taskProblems(t: TaskRow, spec: WorkerSpecInput): { field: string; text: string }[] {
+  const found = badNumbers(t);
+  const parsed = WorkerSpec.safeParse(spec);
+  if (!parsed.success)
+    for (const issue of parsed.error.issues) {
+      const [head, sub] = issue.path;
+      // A budget's message goes under its own field (budget.wallSec, budget.tokens), a check's under the checks; one
+      // about a field without a place for messages (the title) under the task as a whole.
+      const field = head === "budget" && (sub === "wallSec" || sub === "tokens") ? sub : typeof head === "string" && PLACED.has(head) ? head : "form";
+      if (!found.some((f) => f.field === field)) found.push({ field, text: issue.message });
+    }
+  return found;
 }
 
 /** Where an API message belongs: "tasks.1.directory: …" or a message naming the field. */
-function place(message: string, many: boolean): { task: number; field: string; text: string } {
+function place(message: string, many: boolean): FieldError {
   const n = /^task (\d+): (.*)$/s.exec(message);
   if (n) return { ...place(n[2]!, false), task: Number(n[1]) - 1, text: message };
   const m = /^(?:tasks\.(\d+)\.)?([a-zA-Z]+)(?:\.([\w.]+))?: (.*)$/s.exec(message);
@@ -124,7 +154,8 @@ function place(message: string, many: boolean): { task: number; field: string; t
 export function NewTask() {
   const [tasks, setTasks] = useState<TaskRow[]>(() => [blankTask()]);
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<{ task: number; field: string; text: string } | null>(null);
+  /** The messages under the form's fields: every problem the form found, or the engine's refusal. */
+  const [errors, setErrors] = useState<FieldError[]>([]);
   const targets = useStore((s) => s.targets);
   const active = useStore((s) => s.status?.activeTarget ?? null);
   const [targetId, setTargetId] = useState<string>("");
@@ -133,27 +164,37 @@ export function NewTask() {
 
   const update = (i: number, patch: Partial<TaskRow>) => {
     setTasks((ts) => ts.map((t, j) => (j === i ? { ...t, ...patch } : t)));
-    // An edited field no longer shows the message about its old value.
-    setError((e) => (e && (e.task === i || e.task === -1) && (e.field === "form" || Object.keys(patch).includes(e.field)) ? null : e));
+    // An edited field no longer shows the message about its old value (the others stay).
+    setErrors((es) => {
+      const left = es.filter((e) => !((e.task === i || e.task === -1) && (e.field === "form" || Object.keys(patch).includes(e.field))));
+      return left.length === es.length ? es : left;
+    });
   };
   const many = tasks.length > 1;
   // Start worker is disabled while the engine answers, and the focus with it fell to the page's top: a refused form
-  // puts it on the field its message is under (else on the message), so the keyboard is where the fix is typed.
+  // puts it on the first field with a message (else on the message), so the keyboard is where the fix is typed. The
+  // form's own check moves it there from Start worker too (`checked`).
   const formRef = useRef<HTMLFormElement>(null);
+  const checked = useRef(false);
   useEffect(() => {
     const form = formRef.current;
-    if (!error || !form || (document.activeElement && document.activeElement !== document.body)) return;
+    const moveFocus = checked.current;
+    checked.current = false;
+    if (!errors.length || !form || (!moveFocus && document.activeElement && document.activeElement !== document.body)) return;
     (form.querySelector<HTMLElement>('[aria-invalid="true"]:not(:disabled)') ?? form.querySelector<HTMLElement>(".field-error[role=alert]"))?.focus();
-  }, [error]);
+  }, [errors]);
 
   async function submit(e: FormEvent) {
     e.preventDefault();
-    const bad = tasks.findIndex((t) => badNumber(t) !== null);
-    if (bad >= 0) return setError({ task: bad, ...badNumber(tasks[bad]!)! });
+    const specs = tasks.map((t) => toSpec(t, targetId || undefined));
+    const found = tasks.flatMap((t, i) => taskProblems(t, specs[i]!).map((p) => ({ task: i, ...p })));
+    if (found.length) {
+      checked.current = true;
+      return setErrors(found);
+    }
     setBusy(true);
-    setError(null);
+    setErrors([]);
     try {
-      const specs = tasks.map((t) => toSpec(t, targetId || undefined));
       localStorage.setItem(LAST_DIR, tasks[tasks.length - 1]!.directory.trim());
       if (specs.length === 1 && attempts > 1) {
         const r = await api.workers.startAttempts.mutate({ ...specs[0]!, attempts } as never);
@@ -169,22 +210,25 @@ export function NewTask() {
         go({ name: "dashboard" });
       }
     } catch (err) {
-      setError(place(errorText(err), many));
+      setErrors([place(errorText(err), many)]);
     } finally {
       setBusy(false);
     }
   }
 
-  const fieldError = (i: number, field: string) =>
-    error && error.task === i && error.field === field ? (
+  const errorOf = (i: number, field: string) => errors.find((e) => e.task === i && e.field === field);
+  const fieldError = (i: number, field: string) => {
+    const error = errorOf(i, field);
+    return error ? (
       <div className="field-error" role="alert" id={`err-${i}-${field}`} tabIndex={-1}>
         {error.text}
       </div>
     ) : null;
+  };
   // A field's message sits inside its <label>, and so was read as part of the field's name ("Task the task is empty: …"):
   // a field with a message is named by its label's own words only (the message is its description).
   const labelId = (i: number, field: string) => `lbl-${i}-${field}`;
-  const describedBy = (i: number, field: string) => (error && error.task === i && error.field === field ? `err-${i}-${field}` : undefined);
+  const describedBy = (i: number, field: string) => (errorOf(i, field) ? `err-${i}-${field}` : undefined);
   /** A field's accessible name (its label's words), and its message as its description while it has one. */
   const fieldNamed = (i: number, field: string) => ({
     "aria-labelledby": labelId(i, field),
@@ -404,11 +448,13 @@ export function NewTask() {
           {fieldError(i, "form")}
         </fieldset>
       ))}
-      {error && error.task === -1 && (
-        <div className="field-error" role="alert" tabIndex={-1}>
-          {error.text}
-        </div>
-      )}
+      {errors
+        .filter((e) => e.task === -1)
+        .map((e) => (
+          <div key={e.text} className="field-error" role="alert" tabIndex={-1}>
+            {e.text}
+          </div>
+        ))}
       <div className="form-foot">
         <button
           type="button"

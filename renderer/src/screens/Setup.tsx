@@ -129,7 +129,7 @@ export function Setup() {
     <div className="wizard">
       <section className="panel" aria-label="Hardware">
         <h2>Hardware</h2>
-        {hw ? <HardwareList hw={hw} /> : !fitError && <p role="status">Detecting GPUs, CPU and RAM on the engine's machine…</p>}
+        {hw ? <HardwareList hw={hw} slotsShown={route === "local"} /> : !fitError && <p role="status">Detecting GPUs, CPU and RAM on the engine's machine…</p>}
         {fitError && (
           <div className="field-error" role="alert">
             {fitError}

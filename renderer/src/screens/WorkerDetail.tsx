@@ -1,5 +1,5 @@
 import { type RefObject, useEffect, useRef, useState } from "react";
-import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
+import { askHoldingCall, isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
 import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
@@ -144,6 +144,8 @@ export function WorkerDetail({ id }: { id: string }) {
   const elapsed = (w.endedAt ?? now) - (w.startedAt ?? w.createdAt);
   /** The tool calls its pending asks hold: their transcript rows say they wait, not that they run. */
   const heldCalls = new Set(pendingAsks(w).flatMap((a) => (a.callId ? [a.callId] : [])));
+  /** The ask that holds the current tool call: the header says the call waits for it, as its transcript row does. */
+  const holding = askHoldingCall(w);
 
   return (
     <div className="detail" {...keepPlace}>
@@ -193,7 +195,8 @@ export function WorkerDetail({ id }: { id: string }) {
           <WorkerTokens w={w} now={now} />
           {w.currentTool && (
             <span>
-              running <code>{w.currentTool}</code>
+              {holding ? (holding.kind === "question" ? "waiting for your answer to " : "waiting for approval of ") : "running "}
+              <code>{w.currentTool}</code>
             </span>
           )}
           {/* The verdict's reason is said on the verdict card: not twice. */}

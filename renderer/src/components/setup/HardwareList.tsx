@@ -1,8 +1,9 @@
 // The machine as the engine's planner sees it: GPUs (or none), CPU and RAM, what the runtime can use.
 import type { FitHardware } from "../../../../shared/fit";
-import { gib } from "./format";
+import { gib, hardwareNote } from "./format";
 
-export function HardwareList({ hw }: { hw: FitHardware }) {
+/** `slotsShown`: the Slots field is on the screen below the list (a note that says where to set the slots points there). */
+export function HardwareList({ hw, slotsShown }: { hw: FitHardware; slotsShown: boolean }) {
   return (
     <>
       <ul className="hw-list" aria-label="Detected hardware">
@@ -37,7 +38,7 @@ export function HardwareList({ hw }: { hw: FitHardware }) {
       {hw.notes.length > 0 && (
         <ul className="small muted" aria-label="Hardware notes">
           {hw.notes.map((n, i) => (
-            <li key={i}>{n}</li>
+            <li key={i}>{hardwareNote(n, slotsShown)}</li>
           ))}
         </ul>
       )}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { GiB, newerJob, phaseChip, quantsText } from "./format";
+import { CPU_SLOTS_NOTE } from "../../../../shared/fit";
+import { GiB, hardwareNote, newerJob, phaseChip, quantsText } from "./format";
 
 describe("phaseChip", () => {
   it("Verify is not green when the verdict is underpowered, unverified or cannot-build", () => {
@@ -39,5 +40,19 @@ describe("newerJob", () => {
     const other = { jobId: "j2", state: "running" };
     expect(newerJob(failed, other)).toBe(other);
     expect(newerJob(null, run)).toBe(run);
+  });
+});
+
+describe("hardwareNote", () => {
+  it("the CPU-only slots note on Setup points at the Slots field on that screen, not at Setup", () => {
+    const local = hardwareNote(CPU_SLOTS_NOTE, true);
+    expect(local).toBe("CPU only: 1 slot by default (decode speed is shared by all slots); for more, set Slots below");
+    const other = hardwareNote(CPU_SLOTS_NOTE, false);
+    expect(other).toBe(
+      "CPU only: 1 slot by default (decode speed is shared by all slots); for more, choose “Run a model on this machine” below and set its Slots",
+    );
+    for (const t of [local, other]) expect(t).not.toMatch(/in Setup|command line/);
+    // Any other note is the engine's words as they are.
+    expect(hardwareNote("GPU 1 is not usable by this llama-server", true)).toBe("GPU 1 is not usable by this llama-server");
   });
 });

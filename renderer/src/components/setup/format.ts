@@ -1,5 +1,5 @@
 // Small formatting helpers for the setup wizard (sizes, context, placement words).
-import type { Placement } from "../../../../shared/fit";
+import { CPU_SLOTS_NOTE, type Placement } from "../../../../shared/fit";
 
 export const GiB = 1024 ** 3;
 
@@ -54,4 +54,15 @@ export function phaseChip(
  */
 export function newerJob<J extends { jobId: string; state: string }>(prev: J | null, j: J): J {
   return prev && prev.jobId === j.jobId && prev.state !== "running" && j.state === "running" ? prev : j;
+}
+
+/**
+ * A hardware note as the Setup screen shows it: the CPU-only slots note points at the Slots field on this screen (it
+ * said "set Slots in Setup" to a person on Setup); `slotsShown`: that field is on screen (the route "Run a model on
+ * this machine" is chosen). Every other note is the engine's words as they are.
+ */
+export function hardwareNote(note: string, slotsShown: boolean): string {
+  if (note !== CPU_SLOTS_NOTE) return note;
+  const head = "CPU only: 1 slot by default (decode speed is shared by all slots); for more, ";
+  return head + (slotsShown ? "set Slots below" : "choose “Run a model on this machine” below and set its Slots");
 }
