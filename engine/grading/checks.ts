@@ -21,7 +21,16 @@ import {
 import { killGroup, runCommand as runProcess } from "../process";
 import { hashRegular } from "../workspace";
 import { discard } from "./folders";
-import { type ConfigSnapshot, configSnapshot, HELD_BACK_CODE, plantedConfig, plantedModules } from "./runner-config";
+import {
+  type ConfigSnapshot,
+  checkGoals,
+  configSnapshot,
+  type GoalNamesake,
+  goalNamesakeWhy,
+  HELD_BACK_CODE,
+  plantedConfig,
+  plantedModules,
+} from "./runner-config";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
 export interface CheckSandbox {
@@ -268,13 +277,20 @@ export async function runChecks(
   let config: ConfigSnapshot | null = null;
   let planted: { by: string; what: string[] } | null = null;
   let ranCommand = false;
+  /** Each command check's make goals and what its makes build (checkGoals), by the check's index. */
+  let goals: (ReturnType<typeof checkGoals> | null)[] = [];
   if (checks.some((c) => "run" in c)) {
     try {
       config = configSnapshot(root, realCwd, heldDirs, heldModules, heldImports);
+      const sub = path.relative(realRoot, realCwd).split(path.sep).join("/");
+      goals = checks.map((c) => ("run" in c ? checkGoals(realRoot, sub, c.run) : null));
     } catch (err) {
       return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${(err as Error).message}` }));
     }
   }
+  // A goal's namesake is watched only where the checkout as committed has nothing of that name (one it holds is the
+  // commit's own, which the rules of check configuration read).
+  const absentAtStart = new Set(goals.flatMap((g) => g?.goals ?? []).flatMap((g) => (namesakeStamp(path.join(realRoot, g.path)) === ABSENT ? [g.path] : [])));
   for (const [i, check] of checks.entries()) {
     const name = checkName(check, i);
     if (planted) {
@@ -295,6 +311,13 @@ export async function runChecks(
     // other code) is read by a later check's tools at startup, where no scan of the checkout sees it.
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
+    // The namesakes of the later checks' goals, as they are before this check runs.
+    const namesakes = new Map<string, { g: GoalNamesake; by: string; before: string }>();
+    for (const [j, later] of goals.entries())
+      if (j > i && later)
+        for (const g of later.goals)
+          if (absentAtStart.has(g.path) && !namesakes.has(g.path))
+            namesakes.set(g.path, { g, by: checkName(checks[j]!, j), before: namesakeStamp(path.join(realRoot, g.path)) });
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
     let result = changed.length
@@ -305,6 +328,12 @@ export async function runChecks(
       try {
         const after = configSnapshot(root, realCwd, heldDirs, heldModules, heldImports);
         what = [...plantedConfig(config, after, root), ...(await plantedModules(config, after))];
+        // A file or folder named like a later check's make goal that this check wrote, and its own makes do not build.
+        for (const [p, { g, by, before }] of namesakes) {
+          const now = namesakeStamp(path.join(realRoot, p));
+          if (now === before || now === ABSENT || goals[i]?.made.has(p)) continue;
+          what.push(`${p} ${before === ABSENT ? "written" : "changed"} — ${goalNamesakeWhy(g, by)}`);
+        }
       } catch (err) {
         what = [(err as Error).message];
       }
@@ -629,6 +658,23 @@ const lstatOrNull = (p: string) => {
     return null;
   }
 };
+
+const ABSENT = "absent";
+
+/**
+ * What is at a goal's namesake now, as make would find it: nothing (ABSENT: nothing there, or a symlink whose target is
+ * missing, which make does not take as the file), else what it is and when its inode last changed (its change time,
+ * which no write, rename or `touch` leaves as it was).
+ */
+function namesakeStamp(file: string): string {
+  try {
+    const st = statSync(file);
+    const l = lstatSync(file);
+    return `${st.isDirectory() ? "folder" : "file"}:${l.ino}:${l.ctimeMs}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  } catch {
+    return ABSENT;
+  }
+}
 
 /** What a protected file is now: its content's hash, or that it is gone or not a regular file. */
 function fingerprint(file: string): string {

@@ -745,10 +745,21 @@ export function makeRuns(commands: string[], sub: string, checkout: string): Mak
   return readCommands(commands, sub, checkout).runs;
 }
 
+/**
+ * The makes the commands run (makeRuns), each with the goals its command line names (`make -C src test check`: test and
+ * check; none where it names none, or where they cannot be told: then its default goal), for makeFacts' goals.
+ */
+export function makeGoalRuns(commands: string[], sub: string, checkout: string): MakeRun[] {
+  const { runs, goals } = readCommands(commands, sub, checkout);
+  return runs.map((r, i) => ({ ...r, goals: goals[i] ?? [] }));
+}
+
 /** The scripts the commands run (commandScripts) and the makes they run (makeRuns), in one reading. */
-function readCommands(commands: string[], sub: string, checkout?: string): { scripts: CommandScript[]; runs: MakeRun[] } {
+function readCommands(commands: string[], sub: string, checkout?: string): { scripts: CommandScript[]; runs: MakeRun[]; goals: string[][] } {
   const found = new Map<string, CommandScript>();
   const runs: MakeRun[] = [];
+  /** The goals each of `runs` names on its command line (makeGoalRuns). */
+  const goals: string[][] = [];
   /**
    * What is left to read, in characters (command lines, scripts, makefiles): past it nothing more is read. Worker-written
    * text read many times over (a makefile's targets whose recipes each run `make` another) would take minutes.
@@ -837,6 +848,7 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
           : flags;
         const includeDirs = passed.includeDirs;
         const readFirst = passed.readFirst.filter((w) => !w.startsWith("~") && !w.includes(UNKNOWN));
+        if (isMake) goals.push(options?.targets ?? []);
         if (isMake)
           runs.push({
             dir: options?.dir ?? from,
@@ -854,7 +866,7 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
     }
   };
   for (const c of commands) read(c, sub, c, 0);
-  return { scripts: [...found.values()], runs };
+  return { scripts: [...found.values()], runs, goals };
 }
 
 /**

@@ -46,6 +46,11 @@ export interface MakeRun {
   readFirst?: string[];
   /** It names no target: it builds the first target its makefiles define (an included file's, when included before any). */
   defaultGoal?: boolean;
+  /**
+   * The targets its command line names (none: its default goal), where its goals are asked for (makeGoalRuns): then
+   * makeFacts tells their namesakes and what they build (`goals`, `made`).
+   */
+  goals?: string[];
 }
 
 /**
@@ -75,6 +80,11 @@ const UNKNOWN = "\u0002";
  * - `readFirst`: where the names MAKEFILES gives a run are looked for (its folder, then its `-I` folders): make reads
  *   those files before its makefiles.
  * - `read`: whether any run read a makefile.
+ * - `goals` (only for runs whose goals are asked for, MakeRun.goals): where a file makes make skip a goal of a run:
+ *   each goal its command line names (`make test`), or its default goal (`.DEFAULT_GOAL`, else the first target of its
+ *   first makefile), that is not `.PHONY`, in make's folder or one of its VPATH folders (as `targets`).
+ * - `made` (the same runs): what a run builds by its own rules: its goals and the prerequisites they reach through the
+ *   rules read here (explicit rules only; `all: prog test` reaches test), in make's folder or one of its VPATH folders.
  */
 export interface MakeFacts {
   includes: MakeInclude[];
@@ -85,6 +95,8 @@ export interface MakeFacts {
   inputs: { path: string; makefile: string; why: string }[];
   vpath: { dir: string; folders: string[] }[];
   read: boolean;
+  goals: { path: string; goal: string; makefile: string | null }[];
+  made: string[];
 }
 
 /**
@@ -178,11 +190,11 @@ export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): Make
 export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFacts {
   const out: MakeInclude[] = [];
   const included = new MakeIncludes();
-  const facts: MakeFacts = { includes: out, included, readFirst: [], targets: [], inputs: [], vpath: [], read: false };
+  const facts: MakeFacts = { includes: out, included, readFirst: [], targets: [], inputs: [], vpath: [], read: false, goals: [], made: [] };
   const seen = new Set<string>();
   for (const given of runs) {
     const run = typeof given === "string" ? { dir: given } : given;
-    const key = JSON.stringify([run.dir, run.makefiles ?? [], run.includeDirs ?? [], run.readFirst ?? [], !!run.defaultGoal]);
+    const key = JSON.stringify([run.dir, run.makefiles ?? [], run.includeDirs ?? [], run.readFirst ?? [], !!run.defaultGoal, run.goals ?? []]);
     if (seen.has(key)) continue;
     if (seen.size >= MAX_RUNS) break;
     seen.add(key);
@@ -208,6 +220,9 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
     const reads: { name: string; makefile: string }[] = [];
     /** Whether the goal is still to be set: a make naming no target, before the first rule of its first makefile. */
     let goalOpen = !!run.defaultGoal;
+    /** The goal of a make naming none: `.DEFAULT_GOAL`'s, else the first target of the first rule read (not a special or pattern one). */
+    let defaultGoal: string | null = null;
+    let goalSet = false;
     while (queue.length && done.size < MAX_FILES) {
       const makefile = queue.shift()!;
       if (done.has(makefile)) continue;
@@ -253,7 +268,12 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
                 if (searched.length > MAX_FOLDERS) throw new MakeTooLarge();
               }
           }
-          if (name === ".DEFAULT_GOAL") goalOpen = false;
+          if (name === ".DEFAULT_GOAL") {
+            goalOpen = false;
+            const value = words(expandLine(vars.get(name)!, vars));
+            defaultGoal = value.length === 1 && !value[0]!.includes(UNKNOWN) ? value[0]! : null;
+            goalSet = true;
+          }
           if (name === "VPATH") {
             vpathDirs.push(...expandLine(vars.get(name)!, vars).split(/[:\s]+/));
           }
@@ -275,7 +295,11 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           // A target-specific variable (`test: X = 1`) names its targets, but no prerequisite or recipe.
           const prereqs = /=/.test(before) ? [] : words(expand(before.replace("|", " "), vars, 0));
           const r: Rule = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
-          if (!readFirstFiles.has(makefile) && targets.some((t) => !t.startsWith(".") && !t.includes("%"))) goalOpen = false;
+          if (!readFirstFiles.has(makefile) && targets.some((t) => !t.startsWith(".") && !t.includes("%"))) {
+            goalOpen = false;
+            if (!goalSet) defaultGoal = targets.find((t) => !t.startsWith(".") && !t.includes("%")) ?? null;
+            goalSet = true;
+          }
           rules.push(r);
           current = [r];
           if (targets.includes(".PHONY")) for (const p of prereqs) phony.add(p);
@@ -335,6 +359,33 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           for (const p of at(name)) facts.inputs.push({ path: p, makefile: r.makefile, why });
         }
       }
+    }
+    // The goals (those named, else the default one), and what they reach through the rules' prerequisites.
+    const goals = !run.goals ? [] : run.goals.length ? run.goals : run.defaultGoal && defaultGoal !== null ? [defaultGoal] : [];
+    for (const g of goals)
+      if (!g.includes("%") && !/^\.[A-Z_]/.test(g) && !phony.has(g)) for (const p of at(g)) facts.goals.push({ path: p, goal: g, makefile: first[0] ?? null });
+    if (goals.length) {
+      const prereqs = new Map<string, string[]>();
+      for (const r of rules)
+        for (const t of r.targets) {
+          const known = prereqs.get(t);
+          if (known) for (const p of r.prereqs) known.push(p);
+          else prereqs.set(t, [...r.prereqs]);
+        }
+      const reached = new Set<string>();
+      const walk = [...goals];
+      for (let i = 0; i < walk.length; i++) {
+        const t = walk[i]!;
+        if (reached.has(t)) continue;
+        reached.add(t);
+        const next = prereqs.get(t) ?? [];
+        // Each prerequisite is a step of the walk: within MATCH_BUDGET, as the matches of include lines are.
+        included.spend(next.length + 1);
+        for (const p of next) walk.push(p);
+      }
+      // Each name reached is looked for in each VPATH folder too: within the same bound.
+      included.spend(reached.size * folders.length);
+      for (const t of reached) if (!t.includes("%")) facts.made.push(...at(t));
     }
     for (const { name, makefile } of reads)
       for (const p of at(name))

@@ -10,10 +10,10 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
-import { type CommandScript, commandScripts, makeRuns, simpleCommands } from "./command-scripts";
+import { type CommandScript, commandScripts, makeGoalRuns, makeRuns, simpleCommands } from "./command-scripts";
 import { MAX_READ_BYTES, readInside } from "./files";
 import { foldPath, hashRegular, readRegular } from "../workspace";
-import { isMakefileName, type MakeFacts, type MakeRun, MakeTooLarge, makeFacts, plainDependencies, remadeFrom } from "./make-includes";
+import { fromRun, isMakefileName, type MakeFacts, type MakeRun, MakeTooLarge, makeFacts, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
 import { fromTaskFolder } from "./scope";
 
@@ -571,6 +571,51 @@ function isEmptyPart(part: unknown): boolean {
   if (Array.isArray(part)) return part.every((p) => (Array.isArray(p) && p.length === 2 && typeof p[0] === "string" ? p[1] === null : isEmptyPart(p)));
   if (isDoc(part)) return Object.values(part).every(isEmptyPart);
   return false;
+}
+
+/** Where a file or folder would make a check's make take one of its goals as up to date (checkGoals). */
+export interface GoalNamesake {
+  /** From the repository's root, "/"-separated. */
+  path: string;
+  goal: string;
+  /** The makefile make reads for it, where known. */
+  makefile: string | null;
+  /** The makefiles were past the engine's bounds: whether the goal is declared `.PHONY` could not be told. */
+  unsure?: boolean;
+}
+
+/**
+ * What a check's command (run in `sub`, from the repository's root `checkout`) makes of make's goals, its makefiles read
+ * as they are now: `goals`, where a file or folder makes a goal of one of its makes up to date (each goal its command
+ * line names, or its default goal, not `.PHONY`, in make's folder and its VPATH folders: makeFacts); `made`, what its
+ * makes build by their own rules (their goals and the prerequisites those reach). Past the engine's bounds on what make
+ * reads (a makefile of tens of thousands of rules), the goals its makes' command lines name, in their own folders, taken
+ * as not `.PHONY` (`unsure`), and those alone as made.
+ */
+export function checkGoals(checkout: string, sub: string, command: string): { goals: GoalNamesake[]; made: Set<string> } {
+  const runs = makeGoalRuns([command], sub, checkout);
+  if (!runs.length) return { goals: [], made: new Set() };
+  try {
+    const facts = makeFacts(checkout, runs);
+    return { goals: facts.goals, made: new Set(facts.made) };
+  } catch (err) {
+    if (!(err instanceof MakeTooLarge)) throw err;
+    const goals = runs.flatMap((r) =>
+      (r.goals ?? []).flatMap((goal) => {
+        const p = fromRun(r.dir, goal);
+        return p === null || goal.startsWith("/") ? [] : [{ path: p, goal, makefile: null, unsure: true }];
+      }),
+    );
+    return { goals, made: new Set(goals.map((g) => g.path)) };
+  }
+}
+
+/** Why a goal's namesake a check wrote counts, for the later check `by` whose make has that goal. */
+export function goalNamesakeWhy(g: GoalNamesake, by: string): string {
+  const make = `a goal of the make of the later check "${by}"${g.makefile ? ` (${g.makefile})` : ""}`;
+  return g.unsure
+    ? `named like \`${g.goal}\`, ${make}, whose makefiles are too large to tell whether it is declared .PHONY: with a file or folder of that name make takes a goal not declared so as up to date and runs none of its recipe`
+    : `named like \`${g.goal}\`, ${make}, which is not declared .PHONY: with a file or folder of that name make takes the goal as up to date and runs none of its recipe`;
 }
 
 /** MakeFacts' targets and inputs by path (a file's lookups at once, not a pass over every target per changed file). */
