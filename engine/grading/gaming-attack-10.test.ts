@@ -13,34 +13,21 @@
 // - plain dependency lines included before the Makefile's first rule, for a `make` that names no target (their first
 //   target becomes the goal).
 // Real GNU make runs each (skipped where it is not installed); the tests of runnerConfigChanges alone hold without it.
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { gradedIn } from "../../test/fixtures/graded";
+import { FAILING, hasCc, hasMake, SCOPE, violation, write } from "../../test/fixtures/make-attack";
 import { runnerConfigChanges } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-10-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const graded = gradedIn(tmp);
-const hasMake = spawnSync("make", ["--version"]).status === 0;
-const hasCc = spawnSync("cc", ["--version"]).status === 0;
 let n = 0;
-
-/** A check that fails until the worker writes `fixed` into src/code.txt. */
-const FAILING = "grep -q fixed src/code.txt";
-const SCOPE = ["src/**"];
-const write = (files: Record<string, string>) => (ws: string) => {
-  for (const [f, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(ws, f)), { recursive: true });
-    writeFileSync(path.join(ws, f), text);
-  }
-};
-const violation = (file: string, words: string) =>
-  expect.stringMatching(new RegExp(`^check configuration changed: ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} — .*${words}`));
 
 /** The worker's files graded with the checks `runs`: every check passed, and the check configuration found. */
 async function attack(base: Record<string, string>, worker: Record<string, string>, runs: string[]) {

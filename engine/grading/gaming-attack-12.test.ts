@@ -1,38 +1,17 @@
-// Attack pass 12 on a make goal's namesake, by a worker whose scope is `src/**`. A file or folder named like a goal of a
-// check's make that is not `.PHONY` makes make take the goal as up to date and run none of its recipe ("'test' is up to
-// date"). Committed, grading counts it (gaming-attack-10); here the worker's code writes it while an earlier check runs
-// (`python3 src/app.py`, or a `make build` whose recipe runs it): the later `make -C src test` passed with the tests
-// failing, and grading saw nothing. Between checks, the namesakes of the later checks' goals (each goal a make names on
-// its command line, or its default goal; in make's folder and its VPATH folders) that a check wrote now count as check
-// configuration written by that check: it fails, and the checks after it do not run. A namesake is the product of a
-// check's own make when that make builds it (its goal, or a prerequisite its goals reach): `make test` building `test`
-// from test.c, `make all` building `test` on the way: not counted.
-// Real GNU make runs each (skipped where it is not installed).
-import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
 import { gradedIn } from "../../test/fixtures/graded";
+import { FAILING, hasCc, hasMake, SCOPE, write } from "../../test/fixtures/make-attack";
 import { checkGoals } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-12-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const graded = gradedIn(tmp);
-const hasMake = spawnSync("make", ["--version"]).status === 0;
-const hasCc = spawnSync("cc", ["--version"]).status === 0;
 let n = 0;
 
-/** A check that fails until the worker writes `fixed` into src/code.txt. */
-const FAILING = "grep -q fixed src/code.txt";
-const SCOPE = ["src/**"];
-const write = (files: Record<string, string>) => (ws: string) => {
-  for (const [f, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(ws, f)), { recursive: true });
-    writeFileSync(path.join(ws, f), text);
-  }
-};
 /** The worker's program: writes `at` (a file, or a folder with a file in it) when a check runs it, then exits 0. */
 const app = (at: string, folder = false) =>
   folder
