@@ -44,6 +44,25 @@ export function go(r: Route): void {
   location.hash = href(r);
 }
 
+/**
+ * go(r) from a control that goes away with the screen it is on (New task's "Start …"): the focus would fall to the page's
+ * top. It goes to the element `target` (a CSS selector) selects once the new screen shows it (within 10 s, the engine's
+ * news of what was started may come after the screen), unless something else has taken the focus by then.
+ */
+export function goAndFocus(r: Route, target: string): void {
+  const hash = href(r);
+  const until = Date.now() + 10_000;
+  go(r);
+  const look = () => {
+    if (location.hash !== hash) return;
+    const el = document.querySelector<HTMLElement>(target);
+    if (!el) return void (Date.now() < until && setTimeout(look, 50));
+    const now = document.activeElement;
+    if (!now || now === document.body || !now.isConnected) el.focus();
+  };
+  setTimeout(look, 0);
+}
+
 const subscribe = (fn: () => void) => {
   window.addEventListener("hashchange", fn);
   return () => window.removeEventListener("hashchange", fn);

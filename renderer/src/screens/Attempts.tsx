@@ -31,7 +31,8 @@ export function Attempts({ groupId }: { groupId: string }) {
     <div className="detail attempts-screen">
       <section className="panel detail-head" aria-label="Attempts">
         <div className="detail-title">
-          <h2>{taskTitle(first.spec)}</h2>
+          {/* Focusable from a script: attempts started from New task put the focus here. */}
+          <h2 tabIndex={-1}>{taskTitle(first.spec)}</h2>
           <span className="chip chip-idle">{g.attempts.length} attempts</span>
           {g.all && (
             <span className="chip chip-idle" title="Every attempt runs to its verdict">

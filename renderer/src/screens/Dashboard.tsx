@@ -418,7 +418,8 @@ function BatchGroup({
             </button>
           </h2>
         ) : (
-          <h2>{label}</h2>
+          // Focusable from a script: a batch started from New task puts the focus here.
+          <h2 tabIndex={-1}>{label}</h2>
         )}
         {name && <span className="mono small muted">{batchId}</span>}
         {batchId && !renaming && (

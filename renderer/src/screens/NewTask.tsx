@@ -4,7 +4,7 @@ import { WorkerSpec, type WorkerSpecInput } from "../../../shared/worker";
 import { api, errorText } from "../api";
 import { Warning } from "../components/common";
 import { desktop } from "../desktop";
-import { go } from "../router";
+import { go, goAndFocus } from "../router";
 import { pushNotice, useStore } from "../store";
 
 interface CheckRow {
@@ -199,15 +199,16 @@ export function NewTask() {
       if (specs.length === 1 && attempts > 1) {
         const r = await api.workers.startAttempts.mutate({ ...specs[0]!, attempts } as never);
         pushNotice("info", `started ${r.workerIds.length} attempts (${r.groupId})`);
-        go(r.groupId ? { name: "attempts", id: r.groupId } : { name: "dashboard" });
+        if (r.groupId) goAndFocus({ name: "attempts", id: r.groupId }, ".attempts-screen .detail-head h2");
+        else go({ name: "dashboard" });
       } else if (specs.length === 1) {
         const r = await api.workers.start.mutate(specs[0]!);
         pushNotice("info", `started ${r.workerId}`);
-        go({ name: "worker", id: r.workerId });
+        goAndFocus({ name: "worker", id: r.workerId }, ".detail-head h2");
       } else {
         const r = await api.workers.startBatch.mutate({ tasks: (attempts > 1 ? specs.map((x) => ({ ...x, attempts })) : specs) as never });
         pushNotice("info", `started batch ${r.batchId} (${r.workerIds.length} workers)`);
-        go({ name: "dashboard" });
+        goAndFocus({ name: "dashboard" }, `section[aria-label="batch ${r.batchId}"] .batch-head :is(h2[tabindex], h2 button)`);
       }
     } catch (err) {
       setErrors([place(errorText(err), many)]);

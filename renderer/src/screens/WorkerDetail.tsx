@@ -135,6 +135,9 @@ export function WorkerDetail({ id }: { id: string }) {
   const canMerge = w.state === "built" && !w.merged && !w.discarded;
   /** Its life as a worker is over: discarded, or merged (its merge reverted too: it is not continued either). */
   const over = !!w.discarded || !!w.merged;
+  // A graded worker is continued (a new round), retried or discarded, never stopped or resumed: no Stop, no Resume
+  // (they were shown disabled beside Continue…); continued, it runs again and has its Stop back.
+  const graded = w.state === "built" || w.state === "honest-failure";
   const canDiscard = discardable(w);
   const canRetry = retryable(w);
   // A graded worker takes a follow-up in its session (a new round); a merged or discarded one has no workspace left.
@@ -217,8 +220,8 @@ export function WorkerDetail({ id }: { id: string }) {
           )}
         </div>
         <div className="actions">
-          {/* A discarded or merged worker is never stopped or resumed again: no Stop, no Resume. */}
-          {over ? null : confirmStop && canStop ? (
+          {/* A discarded, merged or graded worker is never stopped or resumed: no Stop, no Resume. */}
+          {over || graded ? null : confirmStop && canStop ? (
             <span className="confirm-inline" role="group" aria-label="Confirm stop">
               <span className="small">Stop this worker? Its session can be resumed later.</span>
               <button
@@ -238,7 +241,7 @@ export function WorkerDetail({ id }: { id: string }) {
               Stop
             </button>
           )}
-          {!over && (
+          {!over && !graded && (
             <button
               ref={resumeRef}
               type="button"
