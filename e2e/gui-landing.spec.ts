@@ -134,3 +134,22 @@ test("a flagged file is on the verdict card, and the merge needs an explicit acc
   await expect(page.getByRole("button", { name: "Revert merge" })).toBeVisible();
   await shot(page, "04-merged-revert");
 });
+
+test("the merge dialog's change summary marks what the worker named: a file name's bidi control is shown, not obeyed", async () => {
+  // The verdict card made the diff stat's file names safe; the merge dialog showed the same lines raw.
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "GL-WRITE file=notes\u202Etxt.md text=hello",
+    title: "bidi name",
+    directory: repo,
+    checks: [{ run: "test -n \"$(ls notes*)\"" }],
+  });
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 120_000 }).toBe("built");
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  await page.getByRole("button", { name: "Merge…" }).click();
+  const dialog = page.getByRole("dialog", { name: "Confirm merge" });
+  const summary = dialog.locator(".diffstat");
+  await expect(summary).toContainText("notes⟪U+202E⟫txt.md");
+  await expect(summary).not.toContainText("\u202e");
+  await shot(page, "05-merge-dialog-bidi-name");
+  await dialog.getByRole("button", { name: "Cancel" }).click();
+});

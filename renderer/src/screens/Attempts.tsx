@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from "react";
 import { attemptGroup, type AttemptRow } from "../../../shared/attempts";
-import { showUntrusted } from "../../../shared/untrusted";
+import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
 import { Empty, Modal, StateChip, VerdictChips } from "../components/common";
 import { Diff } from "../components/LazyDiff";
@@ -79,7 +79,7 @@ export function Attempts({ groupId }: { groupId: string }) {
             Exactly the commit its checks ran on is merged into <code>{winner.repo}</code>. The other attempts are left as they are (discard them from their
             pages).
           </p>
-          {winner.verdict?.diffStat && <pre className="diffstat">{winner.verdict.diffStat}</pre>}
+          {winner.verdict?.diffStat && <pre className="diffstat">{showUntrustedLines(winner.verdict.diffStat)}</pre>}
           <div className="actions">
             <button
               type="button"

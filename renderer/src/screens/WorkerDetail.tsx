@@ -1,6 +1,6 @@
 import { type RefObject, useEffect, useRef, useState } from "react";
 import { askHoldingCall, isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
-import { showUntrusted } from "../../../shared/untrusted";
+import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
@@ -411,7 +411,7 @@ export function WorkerDetail({ id }: { id: string }) {
             A merge commit is made in <code>{w.repo}</code>. If the base branch moved and the changes conflict, nothing is changed and you get the conflicting
             files.
           </p>
-          {w.verdict?.diffStat && <pre className="diffstat">{w.verdict.diffStat}</pre>}
+          {w.verdict?.diffStat && <pre className="diffstat">{showUntrustedLines(w.verdict.diffStat)}</pre>}
           {w.verdict?.flags?.length ? (
             <div className="flags" role="group" aria-label="Flagged files to accept">
               <p className="small">
