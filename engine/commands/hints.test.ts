@@ -10,6 +10,9 @@ describe("unknownCommandHint", () => {
     expect(unknownCommandHint("ps")).toContain("`ocw list`");
     expect(unknownCommandHint("Answer")).toContain("`ocw approve ASK_ID`");
     expect(unknownCommandHint("kill")).toContain("`ocw cancel ID`");
+    // the GUI's screens by name: commander guessed "approve" for approvals and "grade" (the model ladder) for grades
+    expect(unknownCommandHint("Approvals")).toContain("`ocw asks`");
+    expect(unknownCommandHint("grades")).toContain("`ocw list`");
   });
   it("leaves typos of real commands and unknown words to commander's spelling guess", () => {
     expect(unknownCommandHint("lsit")).toBeNull();

@@ -16,6 +16,12 @@ const OTHER_WORDS: Record<string, string> = {
   deny: "`ocw approve ASK_ID --reject` refuses an ask (`ocw asks` lists them)",
   allow: "`ocw approve ASK_ID` allows an ask once, --always for its worker (`ocw asks` lists them)",
   ask: "`ocw asks` lists the asks workers wait on; `ocw approve ASK_ID` answers one",
+  // The GUI's screen names, typed as commands.
+  approvals: "`ocw asks` lists the asks workers wait on (the GUI's Approvals); `ocw approve ASK_ID` answers one",
+  inbox: "`ocw asks` lists the asks workers wait on; `ocw approve ASK_ID` answers one",
+  pending: "`ocw asks` lists the asks workers wait on; `ocw approve ASK_ID` answers one",
+  grades: "`ocw list` lists the workers with their verdicts, `ocw show ID` one verdict in full (`ocw grade` runs the model ladder against a target)",
+  verdict: "`ocw show ID` shows a worker's verdict: its checks, its claim, its flagged files",
   start: "`ocw serve` starts the engine, `ocw run` a worker",
   kill: "`ocw cancel ID` stops a worker, `ocw stop` the engine",
   rm: "`ocw discard ID` removes a finished worker's workspace and branch",
