@@ -604,43 +604,48 @@ export function WorkerDetail({ id }: { id: string }) {
             <TaskRules spec={w.spec} />
           </div>
         )}
-        <form
-          className="steer"
-          onSubmit={(e) => {
-            e.preventDefault();
-            const text = steer.trim();
-            if (!text) return setError("the steer text is empty");
-            void run("steer", async () => {
-              await api.workers.steer.mutate({ workerId: id, text });
-              setSteer("");
-              setSent({ id, text });
-            });
-          }}
-        >
-          <textarea
-            ref={steerRef}
-            aria-label="Steering message"
-            rows={2}
-            placeholder={
-              isActive(w.state)
-                ? "Steer this worker: the message reaches its next model request"
-                : "The worker is not running; steering applies to running workers"
-            }
-            value={steer}
-            onChange={(e) => setSteer(e.target.value)}
-            onKeyDown={(e) => {
-              if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) (e.currentTarget.form as HTMLFormElement).requestSubmit();
+        {/* A merged or discarded worker is never steered again: no steering box. */}
+        {!over && (
+          <form
+            className="steer"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const text = steer.trim();
+              if (!text) return setError("the steer text is empty");
+              void run("steer", async () => {
+                await api.workers.steer.mutate({ workerId: id, text });
+                setSteer("");
+                setSent({ id, text });
+              });
             }}
-          />
-          <button
-            type="submit"
-            className="btn primary"
-            disabled={!!busy || !isActive(w.state)}
-            title={isActive(w.state) ? "Ctrl+Enter" : "only a running worker can be steered"}
           >
-            Send steer
-          </button>
-        </form>
+            <textarea
+              ref={steerRef}
+              aria-label="Steering message"
+              rows={2}
+              placeholder={
+                isActive(w.state)
+                  ? "Steer this worker: the message reaches its next model request"
+                  : canContinue
+                    ? "This worker is graded: Continue… sends it a follow-up, a new round graded again"
+                    : "The worker is not running; steering applies to running workers"
+              }
+              value={steer}
+              onChange={(e) => setSteer(e.target.value)}
+              onKeyDown={(e) => {
+                if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) (e.currentTarget.form as HTMLFormElement).requestSubmit();
+              }}
+            />
+            <button
+              type="submit"
+              className="btn primary"
+              disabled={!!busy || !isActive(w.state)}
+              title={isActive(w.state) ? "Ctrl+Enter" : "only a running worker can be steered"}
+            >
+              Send steer
+            </button>
+          </form>
+        )}
         {sent?.id === id && (
           <div className="small muted steer-sent ellipsis" role="status">
             Sent: “{sent.text}” · in the transcript at the point it was sent
