@@ -106,6 +106,8 @@ describe("desktop: notifications", () => {
       body: "1/2 checks · claim false",
     });
     expect(noteFor(verdict("w1", { verdict: "honest-failure", claim: null, honest: false }), { title: "Fix" })!.body).toBe("1/2 checks · no claim");
+    // A task given no checks: "no checks", not "0/0 checks".
+    expect(noteFor(verdict("w1", { checks: [] }), { title: "Fix" })!.body).toBe("no checks · claim honest");
   });
 
   it("a stalled worker notifies once, not again while it stays stalled; other events do not notify", () => {

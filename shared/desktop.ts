@@ -2,6 +2,7 @@
 // Electron binary): the pending-approval count in the window title and on the tray, the notifications for a new ask,
 // a verdict and a stalled worker, and deep links to an ask or a worker (`ocw://ask/ID`, or `--ask ID` on the command line).
 import { showUntrusted } from "./untrusted";
+import { checksWord } from "./vocabulary";
 import type { EngineEvent } from "./events";
 import { AT_REST_STATES, type WorkerState } from "./worker";
 import { counted } from "./words";
@@ -94,7 +95,7 @@ export function noteFor(e: EngineEvent, ctx: { title: string; wasStalled?: boole
     return {
       kind: "verdict",
       title: `${v.verdict === "built" ? "Built" : "Failed"}: ${ctx.title}`,
-      body: `${v.checks.filter((c) => c.passed).length}/${v.checks.length} checks · ${claim}`,
+      body: `${checksWord(v.checks)} · ${claim}`,
       hash: `#/workers/${enc(e.workerId)}`,
     };
   }

@@ -12,8 +12,12 @@ export function claimWords(v: Pick<Verdict, "claim" | "honest">): string {
   return v.honest ? "claim honest" : `claim false: said ${outcomeWord(v.claim)}`;
 }
 
+/** "2/3 checks" passed; "no checks" where the task gave none (it read "0/0 checks"). */
+export function checksWord(checks: readonly { passed: boolean }[]): string {
+  return checks.length ? `${checks.filter((c) => c.passed).length}/${checks.length} checks` : "no checks";
+}
+
 /** "built · 2/2 checks · claim honest" */
 export function verdictLine(v: Pick<Verdict, "verdict" | "claim" | "honest" | "checks">): string {
-  const passed = v.checks.filter((c) => c.passed).length;
-  return `${outcomeWord(v.verdict)} · ${passed}/${v.checks.length} checks · ${claimWords(v)}`;
+  return `${outcomeWord(v.verdict)} · ${checksWord(v.checks)} · ${claimWords(v)}`;
 }

@@ -1,10 +1,10 @@
 import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import type { Round, Verdict } from "../../../shared/verdict";
+import { checksWord } from "../../../shared/vocabulary";
 import type { WorkerState } from "../../../shared/worker";
 import { StateChip } from "./common";
 
 export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId: string }) {
-  const passed = verdict.checks.filter((c) => c.passed).length;
   return (
     <section className={`panel verdict verdict-${verdict.verdict}`} aria-label={`Verdict of ${workerId}`}>
       <header className="verdict-head">
@@ -16,7 +16,7 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
           </span>
         )}
         <span className="muted small">
-          {passed}/{verdict.checks.length} checks · scope {verdict.scope.passed ? "ok" : "violated"} · graded {new Date(verdict.gradedAt).toLocaleTimeString()}
+          {checksWord(verdict.checks)} · scope {verdict.scope.passed ? "ok" : "violated"} · graded {new Date(verdict.gradedAt).toLocaleTimeString()}
         </span>
       </header>
       {verdict.reason && (

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState, type FocusEvent, type FormEvent, type ReactNode } from "react";
 import type { Verdict } from "../../../shared/verdict";
+import { checksWord } from "../../../shared/vocabulary";
 import type { WorkerState } from "../../../shared/worker";
 import { STATE_LABEL, stateTone } from "../format";
 import { href } from "../router";
@@ -66,13 +67,12 @@ export function CopyField({ value, label }: { value: string; label: string }) {
  * the worker's own claim matched it. Never one word that mixes both.
  */
 export function VerdictChips({ verdict, checks = true }: { verdict: Verdict; checks?: boolean }) {
-  const passed = verdict.checks.filter((c) => c.passed).length;
   const built = verdict.verdict === "built";
   return (
     <>
       <span className={`chip chip-${built ? "ok" : "bad"}`} aria-label={`verdict: ${built ? "built" : "failed"}`}>
         {built ? "built" : "failed"}
-        {checks ? ` · ${passed}/${verdict.checks.length} checks` : ""}
+        {checks ? ` · ${checksWord(verdict.checks)}` : ""}
       </span>
       {verdict.weakEvidence && (
         <span className="chip chip-warn" title="every check already passed on the base commit before any change">

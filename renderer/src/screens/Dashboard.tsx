@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from "react";
 import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
 import { countsAsBuilt, type Verdict } from "../../../shared/verdict";
+import { checksWord } from "../../../shared/vocabulary";
 import { codePointMark, showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
@@ -1000,7 +1001,7 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
           {res && (
             <span className="small">
               {" "}
-              {res.checks.filter((c) => c.passed).length}/{res.checks.length} checks · {res.workers.length} worker{res.workers.length === 1 ? "" : "s"} combined
+              {checksWord(res.checks)} · {res.workers.length} worker{res.workers.length === 1 ? "" : "s"} combined
               {res.commit ? (
                 <>
                   {" "}
