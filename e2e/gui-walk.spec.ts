@@ -191,6 +191,23 @@ test("an empty New task form, submitted, says every field's problem at once, eac
   expect(await engine.client.workers.list.query()).toHaveLength(workers);
 });
 
+test("+ Add another task copies the checks of the task before it, and says so until they are edited", async () => {
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.goto(`${engine.origin}/#/new`);
+  const form = page.getByRole("form", { name: "New task" });
+  await form.getByRole("group", { name: "Check 1" }).getByRole("textbox", { name: "Command" }).fill("grep -qx a a.txt");
+  await form.getByRole("button", { name: "+ Add another task (batch)" }).click();
+  const second = form.locator("fieldset").nth(1);
+  // The copy is there, and it says where it came from: a newcomer's second task failed on the first task's check.
+  await expect(second.getByRole("group", { name: "Check 1" }).getByRole("textbox", { name: "Command" })).toHaveValue("grep -qx a a.txt");
+  const note = second.getByRole("note");
+  await expect(note).toHaveText("Copied from the task before this one: edit them for this task, or remove them.");
+  await expect(form.locator("fieldset").first().getByRole("note")).toHaveCount(0);
+  await shot(page, "new-task-checks-copied");
+  await second.getByRole("group", { name: "Check 1" }).getByRole("textbox", { name: "Command" }).fill("grep -qx b b.txt");
+  await expect(note).toHaveCount(0);
+});
+
 test("a steer sent while the worker writes is shown after the text that began before it, live, reloaded and once the text ends", async () => {
   await page.setViewportSize({ width: 1360, height: 900 });
   const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-HANG think", title: "Steered", directory: repo, checks: [] });

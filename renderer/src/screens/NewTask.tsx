@@ -28,6 +28,8 @@ interface TaskRow {
   wallSec: string;
   tokens: string;
   fixRounds: string;
+  /** Its checks are a copy of the task's before it ("+ Add another task"), not edited yet: the form says so. */
+  checksCopied?: boolean;
 }
 
 let keySeq = 0;
@@ -163,7 +165,8 @@ export function NewTask() {
   const [attempts, setAttempts] = useState(1);
 
   const update = (i: number, patch: Partial<TaskRow>) => {
-    setTasks((ts) => ts.map((t, j) => (j === i ? { ...t, ...patch } : t)));
+    // Checks edited are this task's own: no longer "copied from the task before".
+    setTasks((ts) => ts.map((t, j) => (j === i ? { ...t, ...patch, ...("checks" in patch ? { checksCopied: false } : {}) } : t)));
     // An edited field no longer shows the message about its old value (the others stay).
     setErrors((es) => {
       const left = es.filter((e) => !((e.task === i || e.task === -1) && (e.field === "form" || Object.keys(patch).includes(e.field))));
@@ -313,6 +316,11 @@ export function NewTask() {
               <span>Held-back checks</span>
               <span className="muted small">run on a fresh checkout of the worker's committed files once it settles; the worker never sees them</span>
             </div>
+            {t.checksCopied && t.checks.length > 0 && (
+              <p className="field-note" role="note">
+                Copied from the task before this one: edit them for this task, or remove them.
+              </p>
+            )}
             {t.checks.map((c, ci) => (
               <div className="check-row" key={ci} role="group" aria-label={`Check ${ci + 1}`}>
                 <select
@@ -463,7 +471,12 @@ export function NewTask() {
           onClick={() =>
             setTasks((ts) => [
               ...ts,
-              { ...blankTask(ts[ts.length - 1]?.directory ?? ""), checks: ts[ts.length - 1]?.checks.map((c) => ({ ...c })) ?? [blankCheck()] },
+              {
+                ...blankTask(ts[ts.length - 1]?.directory ?? ""),
+                checks: ts[ts.length - 1]?.checks.map((c) => ({ ...c })) ?? [blankCheck()],
+                // Copied only where the task before had a check written (a blank row is just a row).
+                checksCopied: !!ts[ts.length - 1]?.checks.some((c) => (c.kind === "run" ? c.run.trim() : c.file.trim())),
+              },
             ])
           }
         >
