@@ -89,6 +89,11 @@ describe("parts", () => {
     expect(JSON.stringify(long.input).length).toBeLessThan(21_000);
     expect(tool({ status: "completed", input: {}, output: "short" }).part).not.toHaveProperty("outputCut");
     expect(tool({ status: "error", input: {}, error: "boom" }).toolFailed).toEqual({ tool: "bash", error: "boom" });
+    // A call its session's stop ended (opencode's words when a stop lands while the call waits for approval) is no failure
+    // of the tool: a stopped attempt, its batch's winner built, showed "1 tool failure". The part keeps its error.
+    const stopped = tool({ status: "error", input: {}, error: "Tool execution aborted" }, "edit");
+    expect(stopped.toolFailed).toBeUndefined();
+    expect(stopped.part).toMatchObject({ status: "error", error: "Tool execution aborted" });
     expect(tool({ status: "completed", input: { tool: "nosuch" }, output: "unknown tool" }, "invalid").toolFailed).toEqual({
       tool: "nosuch",
       error: "unknown tool",

@@ -193,7 +193,9 @@ export function translatePart(part: Part): { part: TranscriptPart | null; toolFa
     ...(st.output !== undefined ? keptOutput(String(st.output)) : {}),
     ...(st.error !== undefined ? { error: String(st.error).slice(0, 4000) } : {}),
   };
-  const failed = st.status === "error" || (part.tool === "invalid" && st.status === "completed");
+  // A call its session's stop ended ("Tool execution aborted", notes/opencode.md) did not fail: the worker was stopped.
+  const stopped = st.status === "error" && st.error === "Tool execution aborted";
+  const failed = (st.status === "error" && !stopped) || (part.tool === "invalid" && st.status === "completed");
   return failed
     ? { part: t, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1000) } }
     : { part: t };
