@@ -141,7 +141,7 @@ test("the merge dialog's change summary marks what the worker named: a file name
     task: "GL-WRITE file=notes\u202Etxt.md text=hello",
     title: "bidi name",
     directory: repo,
-    checks: [{ run: "test -n \"$(ls notes*)\"" }],
+    checks: [{ run: 'test -n "$(ls notes*)"' }],
   });
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 120_000 }).toBe("built");
   await page.goto(`${engine.origin}/#/workers/${workerId}`);

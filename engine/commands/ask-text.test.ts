@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { askerRig } from "../../test/fixtures/asker";
 import type { PermissionAsk } from "../../shared/permission";
-import { askText } from "./run";
+import { askText, unattendedAskLine } from "./run";
 import { jsonForTerminal } from "../../shared/untrusted";
 
 const ask = (what: string, extra: Partial<PermissionAsk> = {}): PermissionAsk => ({
@@ -116,5 +116,21 @@ describe("an ask's tool name and --json output on a terminal", () => {
     expect(j).toContain("\\u009b");
     expect(j).toContain("café");
     expect(JSON.parse(j)).toEqual(value);
+  });
+});
+
+describe("an ask `ocw run --approve` answers by itself", () => {
+  it("its tool's name, when not a plain name, is quoted and labelled as the model's, never an escape on the terminal (as at the prompt)", () => {
+    const a = ask("ls", { tool: "bash\u001b[2J\u202e\nocw: w1 asks nothing" });
+    const line = unattendedAskLine(a, "once", false);
+    expect(line).toContain('(a tool name the model chose, untrusted: "bash⟪U+001B⟫[2J⟪U+202E⟫⏎ocw: w1 asks nothing")');
+    expect(line).not.toMatch(RAW);
+    expect(line.split("\n")).toHaveLength(2);
+    expect(line).toBe('ocw: w1 asks (a tool name the model chose, untrusted: "bash⟪U+001B⟫[2J⟪U+202E⟫⏎ocw: w1 asks nothing"): ls\n  → once (--approve)');
+    // The same words as at the prompt.
+    expect(askText(a)).toContain(line.split(": ls")[0]!);
+  });
+  it("a plain tool name and what it asks read as at the prompt", () => {
+    expect(unattendedAskLine(ask("npm test \u2067x"), "once", false)).toBe("ocw: w1 asks bash: npm test ⟪U+2067⟫x\n  → once (--approve)");
   });
 });

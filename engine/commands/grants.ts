@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { grantShown, grantsInView } from "../../shared/grants";
+import type { Grant } from "../../shared/permission";
 import { jsonForTerminal, showUntrusted } from "../../shared/untrusted";
+import { toolWord } from "../../shared/wait";
 import { counted } from "../../shared/words";
-
-const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
 import { connect } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { fail } from "./errors";
@@ -23,7 +23,7 @@ export function registerGrantsCommand(program: Command): void {
         const client = connect(await ensureEngine(stateDir()), "cli:ocw grants");
         if (o.revoke) {
           const g = await client.approvals.revokeGrant.mutate({ grantId: o.revoke });
-          console.log(o.json ? jsonForTerminal(g, 0) : `revoked ${g.id}: ${g.tool} ${terminalSafe(g.pattern)} (worker ${g.workerId})`);
+          console.log(o.json ? jsonForTerminal(g, 0) : `revoked ${g.id}: ${grantWords(g)} (worker ${g.workerId})`);
           return;
         }
         const grants = await client.approvals.grants.query();
@@ -36,12 +36,18 @@ export function registerGrantsCommand(program: Command): void {
         for (const id of new Set(shown.map((g) => g.workerId)))
           worktrees.set(id, (await client.workers.get.query({ workerId: id }).catch(() => null))?.worktree ?? null);
         for (const g of shown)
-          console.log(
-            `${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe(grantShown(g.pattern, worktrees.get(g.workerId)))}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})`,
-          );
+          console.log(`${g.id}  worker ${g.workerId}  ${grantWords(g, worktrees.get(g.workerId))}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})`);
         if (note) console.log(note);
       } catch (err) {
         fail(err);
       }
     });
+}
+
+/**
+ * A grant as the terminal shows it: its tool as `ocw asks` names an ask's (toolWord: a name that is not plain is quoted
+ * and labelled as the model's), its pattern made safe, a path in the workspace as the repository's.
+ */
+export function grantWords(g: Pick<Grant, "tool" | "pattern">, worktree?: string | null): string {
+  return `${toolWord(g.tool)} ${showUntrusted(grantShown(g.pattern, worktree ?? null), { lines: false, max: 1000 })}`;
 }

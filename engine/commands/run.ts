@@ -240,9 +240,7 @@ async function followAndAnswer(
         if (asker) asker.enqueue(shown);
         else {
           const d = unattendedDecision(ask, approve as DecisionKind);
-          const v = askView(shown);
-          const note = approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
-          say(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}`);
+          say(unattendedAskLine(shown, d.decision, approve === "always"));
           void client.approvals.decide
             .mutate(d)
             .catch((err) => say(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}`));
@@ -661,6 +659,16 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
   // No verdict (an error, a stop): "not built", never "failed", which is the checks' word for an honest failure.
   const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "not built"}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}${v?.checks.some((c) => !c.passed) ? `\n  why: ocw show ${w.id} (each failed check's output) · ocw logs ${w.id}` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
+}
+
+/**
+ * An ask `ocw run --approve` answers by itself, as the terminal shows it: what it asks made visible as at the prompt
+ * (askText), the tool's name as the engine's word only when it is a plain name (toolWord), and the answer sent.
+ */
+export function unattendedAskLine(ask: PermissionAsk, decision: DecisionKind, askedAlways: boolean): string {
+  const v = askView(ask);
+  const note = askedAlways && decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${decision} (--approve)`;
+  return `ocw: ${ask.workerId} asks ${toolWord(ask.tool)}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}`;
 }
 
 const CANCELLED = Symbol("answered elsewhere");

@@ -1,6 +1,6 @@
 // Counts shown to a person read as English: "1 tool failure", "3 tool failures".
 import { describe, expect, it } from "vitest";
-import { counted, duration, lostDetail } from "./format";
+import { counted, duration, lostDetail, phaseOf, toolShown } from "./format";
 
 describe("counted", () => {
   it("one is singular, others plural; an irregular plural can be given", () => {
@@ -35,5 +35,18 @@ describe("duration", () => {
     expect(duration(59_999)).toBe("59s");
     expect(duration(61_000)).toBe("1m 01s");
     expect(duration(3_660_000)).toBe("1h 01m");
+  });
+});
+
+describe("a tool name the model chose, shown to a person (the CLI's toolWord, MCP's untrusted.tool)", () => {
+  const running = (currentTool: string) => phaseOf({ state: "running", currentTool, stalled: false, startedAt: 1 });
+  it("a plain name is shown as it is", () => {
+    expect(running("bash")).toBe("running bash");
+    expect(toolShown("mcp_server.read-file")).toBe("mcp_server.read-file");
+  });
+  it("any other name shows its bidi controls, escapes and line breaks as visible markers, never raw", () => {
+    expect(running("read\u202Etxt.exe")).toBe("running read⟪U+202E⟫txt.exe");
+    expect(toolShown("x\u001b]52;c;eA==\u0007\napprove")).toBe("x⟪U+001B⟫]52;c;eA==⟪U+0007⟫⏎approve");
+    expect(toolShown("a".repeat(500)).length).toBeLessThan(200);
   });
 });

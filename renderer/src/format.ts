@@ -1,6 +1,8 @@
 import { useEffect, useState } from "react";
 import type { DecidedBy } from "../../shared/permission";
 import { askHoldingCall, type Worker, type WorkerState, workerTitle } from "../../shared/worker";
+import { showUntrusted } from "../../shared/untrusted";
+import { plainName } from "../../shared/wait";
 import { counted, ENGINE_NO_ANSWER, isNoAnswer } from "../../shared/words";
 
 export function duration(ms: number): string {
@@ -97,6 +99,12 @@ export function stateTone(s: WorkerState): "ok" | "warn" | "bad" | "busy" | "idl
 
 export const taskTitle = (spec: { title?: string; task: string }): string => workerTitle(spec);
 
+/**
+ * A tool or permission name shown to a person: a plain name as it is; any other (a name the model or a plugin chose: a
+ * bidi control, an escape, a line break) made safe and bounded, as `ocw` (toolWord) and MCP (untrusted.tool) show it.
+ */
+export const toolShown = (name: string): string => (plainName(name) ? name : showUntrusted(name, { lines: false, max: 80 }));
+
 /** What a worker is doing now, in words (its state, refined by the tool it runs and a stall). */
 export function phaseOf(w: {
   state: WorkerState;
@@ -119,7 +127,7 @@ export function phaseOf(w: {
       if (w.stalled) return "stalled";
       // A call a pending ask holds waits for a person or Claude: it does not run yet.
       if (w.currentTool && w.asks && askHoldingCall({ asks: w.asks, currentCall: w.currentCall ?? null })) return "waiting for you";
-      return w.currentTool ? `running ${w.currentTool}` : "thinking / writing";
+      return w.currentTool ? `running ${toolShown(w.currentTool)}` : "thinking / writing";
     case "waiting-approval":
       return "waiting for you";
     case "settled":

@@ -3,7 +3,7 @@ import { askView, diffChangesNothing, FLAG_LABEL, QUESTIONS_SHOWN, questionsView
 import { grantPattern, type DecisionKind, type PermissionAsk } from "../../../shared/permission";
 import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
-import { ago, byText, counted, taskTitle, useNow } from "../format";
+import { ago, byText, counted, taskTitle, toolShown, useNow } from "../format";
 import { href } from "../router";
 import { pendingOf, pushNotice, useStore } from "../store";
 import { Diff } from "./LazyDiff";
@@ -83,7 +83,7 @@ async function decideMany(asks: PermissionAsk[], decision: "once" | "reject"): P
     } catch (err) {
       // The ask may have been settled meanwhile (cancelled by opencode, answered elsewhere): not a failure then.
       await new Promise((r) => setTimeout(r, 1000));
-      if (stillPending(a)) failed.push(`the ${a.tool} ask from ${a.workerId}: ${errorText(err)}`);
+      if (stillPending(a)) failed.push(`the ${toolShown(a.tool)} ask from ${a.workerId}: ${errorText(err)}`);
     }
   }
   return { done: todo.length - failed.length, skipped: asks.length - todo.length, failed };
@@ -111,7 +111,7 @@ function BulkBar({ ask }: { ask: PermissionAsk }) {
   return (
     <div className="bulk" role="group" aria-label={`bulk decisions like ${ask.id}`} onClick={(e) => e.stopPropagation()}>
       <span className="small muted">
-        Same <code>{ask.tool}</code> <code className="untrusted">{showUntrusted(askPattern(ask) || ask.what, { max: 300, lines: false })}</code>:
+        Same <code>{toolShown(ask.tool)}</code> <code className="untrusted">{showUntrusted(askPattern(ask) || ask.what, { max: 300, lines: false })}</code>:
       </span>
       {groups.map((g) => {
         const risky = g.asks.filter(isRisky).length;
@@ -215,7 +215,7 @@ export function AskCard({
   return (
     <div className={`ask ${selected ? "selected" : ""}`} onClick={onSelect} data-ask-id={ask.id}>
       <div className="ask-head">
-        <span className={`chip chip-${ask.tool === "bash" ? "warn" : "busy"}`}>{ask.kind === "question" ? "question" : ask.tool}</span>
+        <span className={`chip chip-${ask.tool === "bash" ? "warn" : "busy"}`}>{ask.kind === "question" ? "question" : toolShown(ask.tool)}</span>
         {showWorker && (
           <a href={href({ name: "worker", id: ask.workerId })} className="mono small" onClick={(e) => e.stopPropagation()}>
             {ask.workerId}
@@ -226,7 +226,8 @@ export function AskCard({
         <span className="small muted">{ago(ask.createdAt, now)}</span>
         {/* What the decision buttons are about, for a screen reader (a list of cards has many "Approve once" buttons). */}
         <span id={descId} hidden>
-          {ask.kind === "question" ? "question" : ask.tool} from {ask.workerId}: {/* a question ask's shown questions only (its `what` joins all of them) */}
+          {ask.kind === "question" ? "question" : toolShown(ask.tool)} from {ask.workerId}:{" "}
+          {/* a question ask's shown questions only (its `what` joins all of them) */}
           {showUntrusted(qv?.questions.length ? qv.questions.map((q) => q.question).join(" / ") : ask.what, { max: 200, lines: false })}
         </span>
       </div>
@@ -333,8 +334,8 @@ export function AskCard({
                 </code>
               ))
               .reduce<React.ReactNode[]>((acc, el, i) => (i ? [...acc, " and ", el] : [el]), [])}
-            {view.always.length > 1 ? ", each on its own" : ""}: the engine answers its later {ask.tool} asks made only of these (never a flagged one, never one
-            joined to anything else), until you revoke the grant.
+            {view.always.length > 1 ? ", each on its own" : ""}: the engine answers its later {toolShown(ask.tool)} asks made only of these (never a flagged
+            one, never one joined to anything else), until you revoke the grant.
           </div>
         ) : (
           <div className="small muted ask-grant">“Always allow” is not offered: {view.alwaysWhy}.</div>

@@ -3,7 +3,7 @@ import { grantInForce, grantShown } from "../../../shared/grants";
 import type { Grant } from "../../../shared/permission";
 import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
-import { ago, byText, useNow } from "../format";
+import { ago, byText, toolShown, useNow } from "../format";
 import { href } from "../router";
 import { pushNotice } from "../store";
 
@@ -48,9 +48,12 @@ export function GrantList({
     setBusy(g.id);
     try {
       await api.approvals.revokeGrant.mutate({ grantId: g.id });
-      pushNotice("info", `revoked: ${g.tool} ${showUntrusted(grantShown(g.pattern, worktreeOf(g.workerId)), { max: 300, lines: false })} for ${g.workerId}`);
+      pushNotice(
+        "info",
+        `revoked: ${toolShown(g.tool)} ${showUntrusted(grantShown(g.pattern, worktreeOf(g.workerId)), { max: 300, lines: false })} for ${g.workerId}`,
+      );
     } catch (err) {
-      pushNotice("error", `revoke the ${g.tool} grant of ${g.workerId}: ${errorText(err)}`);
+      pushNotice("error", `revoke the ${toolShown(g.tool)} grant of ${g.workerId}: ${errorText(err)}`);
     } finally {
       setBusy(null);
     }
@@ -72,7 +75,11 @@ export function GrantList({
             const shown = grantShown(g.pattern, worktreeOf(g.workerId));
             const live = grantInForce(g);
             return (
-              <tr key={g.id} aria-label={`grant ${g.tool} ${shown} for ${g.workerId}${live ? "" : " (expired)"}`} className={live ? undefined : "muted"}>
+              <tr
+                key={g.id}
+                aria-label={`grant ${toolShown(g.tool)} ${showUntrusted(shown, { max: 300, lines: false })} for ${g.workerId}${live ? "" : " (expired)"}`}
+                className={live ? undefined : "muted"}
+              >
                 {showWorker && (
                   <td>
                     <a className="mono" href={href({ name: "worker", id: g.workerId })}>
@@ -81,7 +88,7 @@ export function GrantList({
                   </td>
                 )}
                 <td>
-                  <code>{g.tool}</code>
+                  <code>{toolShown(g.tool)}</code>
                 </td>
                 <td className="mono untrusted">{showUntrusted(shown, { max: 300, lines: false })}</td>
                 <td className="small muted">

@@ -2,7 +2,7 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import type { TranscriptPart } from "../../../shared/worker";
-import { byText } from "../format";
+import { byText, toolShown } from "../format";
 import type { TranscriptMark } from "../store";
 import { Markdown, Truncated } from "./Markdown";
 
@@ -123,7 +123,7 @@ export const Mark = memo(function Mark({ mark, answered, root }: { mark: Transcr
     );
   }
   if (mark.type === "ask") {
-    const what = `${mark.ask.kind === "question" ? "Asked a question" : `Asked to ${mark.ask.tool}`}: ${short(mark.ask.what)}`;
+    const what = `${mark.ask.kind === "question" ? "Asked a question" : `Asked to ${toolShown(mark.ask.tool)}`}: ${short(mark.ask.what)}`;
     return (
       <div className="part mark mark-ask" role="note" aria-label={`${what}${answered ? "" : " (waiting for a decision)"}`} data-seq={mark.seq}>
         <span className="chip chip-warn">ask</span>{" "}
@@ -136,7 +136,7 @@ export const Mark = memo(function Mark({ mark, answered, root }: { mark: Transcr
     );
   }
   const v = verb(mark);
-  const subject = mark.ask ? `${mark.ask.tool} ${short(mark.ask.what)}` : mark.askId;
+  const subject = mark.ask ? `${toolShown(mark.ask.tool)} ${short(mark.ask.what)}` : mark.askId;
   // The message may quote the worker's own text (an engine refusal names the asked path): made safe like the rest.
   const told = mark.message ? showUntrusted(mark.message, { max: 1000, lines: false }) : "";
   const label = `${v}${mark.status === "decided" ? ` by ${byText(mark.by)}` : ""} — ${subject}${told ? ` · told the worker: ${told}` : ""}`;

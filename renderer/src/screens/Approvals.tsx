@@ -4,6 +4,7 @@ import { showUntrusted } from "../../../shared/untrusted";
 import { errorText } from "../api";
 import { AskCard, decide, keyRefusal } from "../components/AskCard";
 import { Empty, useFocusKept } from "../components/common";
+import { toolShown } from "../format";
 import { GrantList } from "../components/Grants";
 import { grantsInView } from "../../../shared/grants";
 import { pushNotice, usePending, useStore } from "../store";
@@ -116,7 +117,7 @@ export function Approvals({ focus }: { focus?: string }) {
             tabIndex={-1}
             aria-current={a.id === selected?.id ? "true" : undefined}
             // A path in the worker's own workspace named as the card shows it, relative (not the engine's state folder).
-            aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(inWorkspace(a.what, workers[a.workerId]?.worktree), { max: 300, lines: false })}`}
+            aria-label={`${a.kind === "question" ? "question" : toolShown(a.tool)} from ${a.workerId}: ${showUntrusted(inWorkspace(a.what, workers[a.workerId]?.worktree), { max: 300, lines: false })}`}
           >
             <AskCard ask={a} selected={a.id === selected?.id} onSelect={() => setSelectedId(a.id)} />
           </li>

@@ -6,7 +6,7 @@ import { codePointMark, showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
 import { Empty, RetryOfChip, Sparkline, StateChip, useFocusKept, VerdictChips } from "../components/common";
-import { counted, duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
+import { counted, duration, pct, phaseOf, taskTitle, tokens, toolShown, useNow } from "../format";
 import { go, href } from "../router";
 import {
   batchLabel,
@@ -641,7 +641,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
         <span className="small">
           {w.currentTool ? (
             <>
-              tool <code>{w.currentTool}</code>
+              tool <code>{toolShown(w.currentTool)}</code>
             </>
           ) : (
             // The last activity is the model's first line, a reason may name the worker's files: its text, made safe.
@@ -681,7 +681,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
           {/* The buttons go below it, together, when it does not fit beside them, and it wraps: cut to one line beside
               them, 900 px wide it read "edit: name…", the file unreadable. */}
           <span className="mono card-ask-what" title={showUntrusted(asks[0]!.what, { max: 1000, lines: false })}>
-            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}:{" "}
+            {asks[0]!.kind === "question" ? "question" : toolShown(asks[0]!.tool)}:{" "}
             {showUntrusted(w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what, { max: 300, lines: false })}
           </span>
           <span className="card-ask-do">

@@ -12,7 +12,7 @@ import { RoundHistory, VerdictCard } from "../components/VerdictCard";
 import type { DraftComment } from "../components/Diff";
 import { baselineWarning } from "../../../shared/verdict";
 import { desktop } from "../desktop";
-import { counted, duration, phaseOf, taskTitle, tokens, useNow } from "../format";
+import { counted, duration, phaseOf, taskTitle, tokens, toolShown, useNow } from "../format";
 import { throughput } from "../../../shared/metrics";
 import { spendText, workerSpend, type Price } from "../../../shared/cost";
 import { inOrder } from "../reads";
@@ -199,7 +199,7 @@ export function WorkerDetail({ id }: { id: string }) {
           {w.currentTool && (
             <span>
               {holding ? (holding.kind === "question" ? "waiting for your answer to " : "waiting for approval of ") : "running "}
-              <code>{w.currentTool}</code>
+              <code>{toolShown(w.currentTool)}</code>
             </span>
           )}
           {/* The verdict's reason is said on the verdict card: not twice. */}
@@ -879,7 +879,7 @@ function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").
           <div className="ask-head">
             <span className="chip chip-bad">{a.decision === "reject" ? "refused" : (a.decision ?? a.status)}</span>
             <code className="ellipsis">
-              {a.tool}: {showUntrusted(a.what, { max: 300, lines: false })}
+              {toolShown(a.tool)}: {showUntrusted(a.what, { max: 300, lines: false })}
             </code>
             <span className="small muted">{a.by?.name ?? "engine"}</span>
           </div>
