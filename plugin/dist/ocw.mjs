@@ -44822,8 +44822,15 @@ var TranscriptPart = external_exports.object({
   output: external_exports.string().optional(),
   /** Characters cut from the middle of a long tool output (its head and tail are kept in `output`). */
   outputCut: external_exports.number().int().optional(),
-  error: external_exports.string().optional()
+  error: external_exports.string().optional(),
+  /**
+   * The worker's log position when this part began streaming (the `seq` of its latest event then). A text or reasoning
+   * part is logged once it ends: a steer, ask or decision logged while it streamed came after its start, and the
+   * transcript shows it after the part (`transcriptPlace`). Absent: the part began where it is logged.
+   */
+  after: external_exports.number().int().nonnegative().optional()
 });
+var transcriptPlace = (part, seq2) => part.after !== void 0 && part.after < seq2 ? part.after + 0.5 : seq2;
 var base = { workerId: external_exports.string(), seq: external_exports.number().int(), ts: external_exports.number(), busSeq: external_exports.number().int().optional() };
 var WorkerEvent = external_exports.discriminatedUnion("type", [
   external_exports.object({
@@ -44915,6 +44922,8 @@ var Worker = external_exports.object({
   usage: Usage,
   lastActivity: external_exports.object({ ts: external_exports.number(), summary: external_exports.string() }).nullable(),
   currentTool: external_exports.string().nullable(),
+  /** The call `currentTool` names (opencode's callID): a pending ask that names it holds that call, waiting for approval. */
+  currentCall: external_exports.string().nullable().default(null),
   stalled: external_exports.boolean(),
   toolFailures: external_exports.number(),
   /** The latest round's verdict (null while a round runs); every round's is in `rounds`. */
@@ -44999,6 +45008,7 @@ function reduceWorker(w, e) {
       usage: { input: 0, output: 0, reasoning: 0, cost: 0 },
       lastActivity: null,
       currentTool: null,
+      currentCall: null,
       stalled: false,
       toolFailures: 0,
       verdict: null,
@@ -45027,7 +45037,10 @@ function reduceWorker(w, e) {
       next.stateReason = e.reason ?? null;
       if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
       next.endedAt = isAtRest(e.state) ? e.ts : null;
-      if (!isActive(e.state)) next.currentTool = null;
+      if (!isActive(e.state)) {
+        next.currentTool = null;
+        next.currentCall = null;
+      }
       if (e.state === "running") next.stalled = false;
       if (GRANT_ENDS.has(e.state) && w.grants.some((g2) => g2.expiredAt === void 0))
         next.grants = w.grants.map((g2) => g2.expiredAt === void 0 ? { ...g2, expiredAt: e.ts } : g2);
@@ -45054,7 +45067,11 @@ function reduceWorker(w, e) {
     case "part":
       next.lastActivity = { ts: e.ts, summary: summarizePart(e.part) };
       next.stalled = false;
-      if (e.part.kind === "tool") next.currentTool = e.part.status === "running" || e.part.status === "pending" ? e.part.tool ?? null : null;
+      if (e.part.kind === "tool") {
+        const unfinished = e.part.status === "running" || e.part.status === "pending";
+        next.currentTool = unfinished ? e.part.tool ?? null : null;
+        next.currentCall = unfinished ? e.part.callId ?? null : null;
+      }
       break;
     case "usage":
       next.usage = e.usage;
@@ -52080,9 +52097,11 @@ function claimWords(v) {
   if (!v.claim) return "no claim";
   return v.honest ? "claim honest" : `claim false: said ${outcomeWord(v.claim)}`;
 }
+function checksWord(checks) {
+  return checks.length ? `${checks.filter((c3) => c3.passed).length}/${checks.length} checks` : "no checks";
+}
 function verdictLine(v) {
-  const passed = v.checks.filter((c3) => c3.passed).length;
-  return `${outcomeWord(v.verdict)} \xB7 ${passed}/${v.checks.length} checks \xB7 ${claimWords(v)}`;
+  return `${outcomeWord(v.verdict)} \xB7 ${checksWord(v.checks)} \xB7 ${claimWords(v)}`;
 }
 
 // shared/ask-view.ts
@@ -52491,6 +52510,12 @@ var OTHER_WORDS = {
   deny: "`ocw approve ASK_ID --reject` refuses an ask (`ocw asks` lists them)",
   allow: "`ocw approve ASK_ID` allows an ask once, --always for its worker (`ocw asks` lists them)",
   ask: "`ocw asks` lists the asks workers wait on; `ocw approve ASK_ID` answers one",
+  // The GUI's screen names, typed as commands.
+  approvals: "`ocw asks` lists the asks workers wait on (the GUI's Approvals); `ocw approve ASK_ID` answers one",
+  inbox: "`ocw asks` lists the asks workers wait on; `ocw approve ASK_ID` answers one",
+  pending: "`ocw asks` lists the asks workers wait on; `ocw approve ASK_ID` answers one",
+  grades: "`ocw list` lists the workers with their verdicts, `ocw show ID` one verdict in full (`ocw grade` runs the model ladder against a target)",
+  verdict: "`ocw show ID` shows a worker's verdict: its checks, its claim, its flagged files",
   start: "`ocw serve` starts the engine, `ocw run` a worker",
   kill: "`ocw cancel ID` stops a worker, `ocw stop` the engine",
   rm: "`ocw discard ID` removes a finished worker's workspace and branch",
@@ -52645,11 +52670,7 @@ async function followAndAnswer(client2, ids2, approve, timeoutSec, batchId) {
         if (asker) asker.enqueue(shown);
         else {
           const d = unattendedDecision(ask, approve);
-          const v = askView(shown);
-          const note = approve === "always" && d.decision === "once" ? ` \u2192 once ("always" is not offered: ${v.alwaysWhy})` : ` \u2192 ${d.decision} (--approve)`;
-          say(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `
-  \u2691 ${f}`).join("")}
- ${note}`);
+          say(unattendedAskLine(shown, d.decision, approve === "always"));
           void client2.approvals.decide.mutate(d).catch((err) => say(`ocw: could not answer ${ask.id}: ${showUntrusted(err.message, { lines: false, max: 2e3 })}`));
         }
       }
@@ -53018,6 +53039,13 @@ function workerResult(w, events) {
   merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}${v?.checks.some((c3) => !c3.passed) ? `
   why: ocw show ${w.id} (each failed check's output) \xB7 ocw logs ${w.id}` : ""}`;
   return { json: json3, summary, timedOutChecks: (v?.checks ?? []).filter((c3) => c3.timedOut).map((c3) => c3.name) };
+}
+function unattendedAskLine(ask, decision, askedAlways) {
+  const v = askView(ask);
+  const note = askedAlways && decision === "once" ? ` \u2192 once ("always" is not offered: ${v.alwaysWhy})` : ` \u2192 ${decision} (--approve)`;
+  return `ocw: ${ask.workerId} asks ${toolWord(ask.tool)}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `
+  \u2691 ${f}`).join("")}
+ ${note}`;
 }
 var CANCELLED = /* @__PURE__ */ Symbol("answered elsewhere");
 function askText(ask) {
@@ -75708,7 +75736,6 @@ var DEFAULT_MIN_CTX = 32768;
 function defaultSlots(gpuCount) {
   return gpuCount > 0 ? 4 : 1;
 }
-var CPU_SLOTS_NOTE = "CPU only: 1 slot by default (decode speed is shared by all slots); for more, set Slots in Setup (--slots N on the command line)";
 var MARGIN = 1024 * MiB2;
 var HOST_HEADROOM = 2 * GiB2;
 var MAX_CACHE_RAM_MIB = 8192;
@@ -78203,6 +78230,7 @@ var FitHardware = external_exports.object({
   /** GPUs detected but not usable by the runtime, and other notes a person should read. */
   notes: external_exports.array(external_exports.string())
 });
+var CPU_SLOTS_NOTE = "CPU only: 1 slot by default (decode speed is shared by all slots); for more, set Slots in Setup (--slots N on the command line)";
 var FitResult = external_exports.object({
   hardware: FitHardware,
   pick: FitPick.nullable(),
@@ -84082,7 +84110,8 @@ function translatePart(part) {
     ...st.output !== void 0 ? keptOutput(String(st.output)) : {},
     ...st.error !== void 0 ? { error: String(st.error).slice(0, 4e3) } : {}
   };
-  const failed = st.status === "error" || part.tool === "invalid" && st.status === "completed";
+  const stopped = st.status === "error" && st.error === "Tool execution aborted";
+  const failed = st.status === "error" && !stopped || part.tool === "invalid" && st.status === "completed";
   return failed ? { part: t2, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1e3) } } : { part: t2 };
 }
 function usageOf(info) {
@@ -84141,6 +84170,11 @@ var Translator = class {
    * The tail of a part is kept past STREAMING_CAP characters.
    */
   streaming = /* @__PURE__ */ new Map();
+  /**
+   * Where each streamed part began (its `after`), by worker and part, until the part is logged: it outlives the text so
+   * far, which an idle drops, because a stopped session's last part is finished after its idle. Bounded (oldest out).
+   */
+  began = /* @__PURE__ */ new Map();
   /** The `workdir` of bash calls in flight, by call id (an ask names its call, not its arguments; "" when none). */
   workdirs = /* @__PURE__ */ new Map();
   /**
@@ -84171,10 +84205,20 @@ var Translator = class {
     const workdir = this.workdirs.get(h3.callID);
     this.sinks.ask(h3.workerId, workdir ? { ...h3.ask, workdir } : h3.ask);
   }
+  /** A part that begins streaming, placed after the worker's latest logged event (a steer sent from now on comes after it). */
   streamingPart(workerId, partId, messageId, kind, text) {
     let parts = this.streaming.get(workerId);
     if (!parts) this.streaming.set(workerId, parts = /* @__PURE__ */ new Map());
-    const sp = { part: { partId, messageId: messageId ?? "", kind, text }, length: text.length };
+    const key = `${workerId}\0${partId}`;
+    const after = this.began.get(key) ?? this.sinks.registry.workers.get(workerId)?.lastSeq;
+    if (after !== void 0 && !this.began.has(key)) {
+      if (this.began.size >= 4096) this.began.delete(this.began.keys().next().value);
+      this.began.set(key, after);
+    }
+    const sp = {
+      part: { partId, messageId: messageId ?? "", kind, text, ...after !== void 0 ? { after } : {} },
+      length: text.length
+    };
     parts.set(partId, sp);
     return sp;
   }
@@ -84217,8 +84261,13 @@ var Translator = class {
         if (part?.type === "tool") this.noteWorkdir(part);
         if (this.deltas.size && part?.time?.end) this.deltas.flush();
         const { part: t2, toolFailed } = translatePart(part);
-        if (t2) this.streaming.get(workerId)?.delete(t2.partId);
-        else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
+        if (t2) {
+          const key = `${workerId}\0${t2.partId}`;
+          const began = this.began.get(key);
+          if (began !== void 0 && t2.kind !== "tool") t2.after = began;
+          this.began.delete(key);
+          this.streaming.get(workerId)?.delete(t2.partId);
+        } else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
           this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");
         if (isRoot) reg.rt(workerId).replies?.part(part);
         if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
@@ -87965,11 +88014,11 @@ var DEPENDENCY_RECIPE = /(^|\s)-M{1,2}[DGP]?(\s|$)|makedepend|(^|[\s(])(gcc|g\+\
 function makeFacts(checkout, runs2) {
   const out = [];
   const included = new MakeIncludes();
-  const facts = { includes: out, included, targets: [], inputs: [], vpath: [], read: false };
+  const facts = { includes: out, included, readFirst: [], targets: [], inputs: [], vpath: [], read: false, goals: [], made: [] };
   const seen = /* @__PURE__ */ new Set();
   for (const given of runs2) {
     const run5 = typeof given === "string" ? { dir: given } : given;
-    const key = JSON.stringify([run5.dir, run5.makefiles ?? [], run5.includeDirs ?? [], !!run5.defaultGoal]);
+    const key = JSON.stringify([run5.dir, run5.makefiles ?? [], run5.includeDirs ?? [], run5.readFirst ?? [], !!run5.defaultGoal, run5.goals ?? []]);
     if (seen.has(key)) continue;
     if (seen.size >= MAX_RUNS) break;
     seen.add(key);
@@ -87978,7 +88027,10 @@ function makeFacts(checkout, runs2) {
     const first2 = named ?? [MAKEFILES.map((m) => path50.posix.join(dir, m)).find((m) => existsSync24(path50.join(checkout, m)))].filter((m) => m !== void 0);
     const searched = [...run5.includeDirs ?? []];
     const vars = /* @__PURE__ */ new Map([["CURDIR", CURDIR]]);
-    const queue = [...first2];
+    const readFirst = (run5.readFirst ?? []).filter((w) => w && !w.includes(UNKNOWN));
+    if (readFirst.length > MAX_FOLDERS || searched.length > MAX_FOLDERS) throw new MakeTooLarge();
+    const readFirstFiles = new Set(readFirst.map((w) => firstFound(checkout, dir, searched, w)).filter((f) => f !== null));
+    const queue = [...readFirstFiles, ...first2];
     const done = /* @__PURE__ */ new Set();
     const rules = [];
     const phony = /* @__PURE__ */ new Set();
@@ -87986,6 +88038,8 @@ function makeFacts(checkout, runs2) {
     const runIncludes = [];
     const reads = [];
     let goalOpen = !!run5.defaultGoal;
+    let defaultGoal = null;
+    let goalSet = false;
     while (queue.length && done.size < MAX_FILES) {
       const makefile = queue.shift();
       if (done.has(makefile)) continue;
@@ -88028,7 +88082,12 @@ function makeFacts(checkout, runs2) {
                 if (searched.length > MAX_FOLDERS) throw new MakeTooLarge();
               }
           }
-          if (name === ".DEFAULT_GOAL") goalOpen = false;
+          if (name === ".DEFAULT_GOAL") {
+            goalOpen = false;
+            const value2 = words(expandLine(vars.get(name), vars));
+            defaultGoal = value2.length === 1 && !value2[0].includes(UNKNOWN) ? value2[0] : null;
+            goalSet = true;
+          }
           if (name === "VPATH") {
             vpathDirs.push(...expandLine(vars.get(name), vars).split(/[:\s]+/));
           }
@@ -88049,7 +88108,11 @@ function makeFacts(checkout, runs2) {
           const targets = words(expand(rule[1], vars, 0));
           const prereqs = /=/.test(before) ? [] : words(expand(before.replace("|", " "), vars, 0));
           const r = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
-          if (targets.some((t2) => !t2.startsWith(".") && !t2.includes("%"))) goalOpen = false;
+          if (!readFirstFiles.has(makefile) && targets.some((t2) => !t2.startsWith(".") && !t2.includes("%"))) {
+            goalOpen = false;
+            if (!goalSet) defaultGoal = targets.find((t2) => !t2.startsWith(".") && !t2.includes("%")) ?? null;
+            goalSet = true;
+          }
           rules.push(r);
           current = [r];
           if (targets.includes(".PHONY")) for (const p of prereqs) phony.add(p);
@@ -88071,6 +88134,7 @@ function makeFacts(checkout, runs2) {
       }
     }
     for (const { inc, words: words2 } of runIncludes) included.add(inc, words2());
+    for (const name of readFirst) for (const p of lookedFor(dir, searched, name)) if (p !== null) facts.readFirst.push({ path: p, name });
     const mine = new Set(runIncludes.map((x) => x.inc));
     const folders = [...new Set(vpathDirs.filter((d) => d && !d.includes(UNKNOWN) && !path50.posix.isAbsolute(d)).map((d) => fromRun(dir, d)))].filter(
       (d) => d !== null && d !== dir
@@ -88100,6 +88164,30 @@ function makeFacts(checkout, runs2) {
           for (const p of at(name)) facts.inputs.push({ path: p, makefile: r.makefile, why });
         }
       }
+    }
+    const goals = !run5.goals ? [] : run5.goals.length ? run5.goals : run5.defaultGoal && defaultGoal !== null ? [defaultGoal] : [];
+    for (const g2 of goals)
+      if (!g2.includes("%") && !/^\.[A-Z_]/.test(g2) && !phony.has(g2)) for (const p of at(g2)) facts.goals.push({ path: p, goal: g2, makefile: first2[0] ?? null });
+    if (goals.length) {
+      const prereqs = /* @__PURE__ */ new Map();
+      for (const r of rules)
+        for (const t2 of r.targets) {
+          const known = prereqs.get(t2);
+          if (known) for (const p of r.prereqs) known.push(p);
+          else prereqs.set(t2, [...r.prereqs]);
+        }
+      const reached = /* @__PURE__ */ new Set();
+      const walk = [...goals];
+      for (let i2 = 0; i2 < walk.length; i2++) {
+        const t2 = walk[i2];
+        if (reached.has(t2)) continue;
+        reached.add(t2);
+        const next = prereqs.get(t2) ?? [];
+        included.spend(next.length + 1);
+        for (const p of next) walk.push(p);
+      }
+      included.spend(reached.size * folders.length);
+      for (const t2 of reached) if (!t2.includes("%")) facts.made.push(...at(t2));
     }
     for (const { name, makefile } of reads)
       for (const p of at(name))
@@ -88980,19 +89068,28 @@ function commandScripts(commands, sub, checkout) {
 function makeRuns(commands, sub, checkout) {
   return readCommands(commands, sub, checkout).runs;
 }
+function makeGoalRuns(commands, sub, checkout) {
+  const { runs: runs2, goals } = readCommands(commands, sub, checkout);
+  return runs2.map((r, i2) => ({ ...r, goals: goals[i2] ?? [] }));
+}
 function readCommands(commands, sub, checkout) {
   const found = /* @__PURE__ */ new Map();
   const runs2 = [];
+  const goals = [];
   const work = { left: MAX_READ_CHARS };
   const tools = /* @__PURE__ */ new Map();
-  const read3 = (line, cwd, command, depth, inScript, makeflags = []) => {
+  const read3 = (line, cwd, command, depth, inScript, inherited = NO_MAKE_ENV) => {
     if (depth > 3) return;
     work.left -= line.length;
     if (work.left < 0) return;
     let at = cwd;
+    let env2 = inherited;
     for (const words2 of simpleCommands(line)) {
       if (at === null) return;
       const from = at;
+      const set2 = assignedOnly(words2);
+      if (set2) env2 = withMakeVars(env2, set2);
+      const envNow = env2;
       const lead = words2.findIndex((w) => typeof w !== "string" || !RESERVED2.has(w));
       if (lead >= 0 && words2[lead] === "cd") {
         const to = words2[lead + 1];
@@ -89002,7 +89099,7 @@ function readCommands(commands, sub, checkout) {
         continue;
       }
       const files = scriptWords(words2, (inner) => {
-        read3(inner, from, command, depth + 1, inScript, makeflags);
+        read3(inner, from, command, depth + 1, inScript, envNow);
         return [];
       });
       const program3 = programOf(words2);
@@ -89019,40 +89116,77 @@ function readCommands(commands, sub, checkout) {
           const real2 = checkout ? realInside(checkout, file3) : null;
           if (real2 && real2 !== file3 && !found.has(real2)) found.set(real2, { file: real2, command, via: file3 });
           if (shell !== null)
-            read3(withScriptDir(shell, path51.posix.relative(from || ".", path51.posix.dirname(file3)) || "."), from, command, depth + 1, file3, makeflags);
+            read3(withScriptDir(shell, path51.posix.relative(from || ".", path51.posix.dirname(file3)) || "."), from, command, depth + 1, file3, envNow);
         }
       }
       if (checkout) {
         const start = commandStart(words2);
         const tool = start && "at" in start ? words2.slice(start.at) : [];
         const isMake = tool[0] === "make" || tool[0] === "gmake";
-        const flags = isMake ? [...makeflags, ...envIncludeDirs(start && "at" in start ? words2.slice(0, start.at) : [])] : makeflags;
-        const key = `${from}\0${JSON.stringify(tool)}\0${flags.join("\0")}`;
+        const flags = isMake ? withMakeVars(envNow, assignmentsBefore(start && "at" in start ? words2.slice(0, start.at) : [])) : envNow;
+        const key = `${from}\0${JSON.stringify(tool)}\0${flags.includeDirs.join("\0")}\0\0${flags.readFirst.join("\0")}`;
         if ((tools.get(key) ?? Number.POSITIVE_INFINITY) <= depth) continue;
         if (isMake || tool[0] === "npm" || tool[0] === "yarn" || tool[0] === "pnpm") tools.set(key, depth);
-        for (const script of packageScripts(tool, checkout, from)) read3(script, from, command, depth + 1, void 0, makeflags);
+        for (const script of packageScripts(tool, checkout, from)) read3(script, from, command, depth + 1, void 0, envNow);
         const options2 = isMake ? makeOptions(tool, from) : null;
-        const includeDirs = options2 ? [...flags, ...options2.includeDirs] : flags;
+        const passed = options2 ? withMakeVars({ includeDirs: [...flags.includeDirs, ...options2.includeDirs], readFirst: flags.readFirst }, options2.vars) : flags;
+        const includeDirs = passed.includeDirs;
+        const readFirst = passed.readFirst.filter((w) => !w.startsWith("~") && !w.includes(UNKNOWN2));
+        if (isMake) goals.push(options2?.targets ?? []);
         if (isMake)
           runs2.push({
             dir: options2?.dir ?? from,
             makefiles: options2?.makefiles ?? [],
             includeDirs: fromMakeDir(options2?.dir ?? from, includeDirs),
+            ...readFirst.length ? { readFirst } : {},
             // No target named (or none that can be told): make builds its makefiles' first target.
             ...options2?.targets.length ? {} : { defaultGoal: true }
           });
-        const make = options2 ? makeRecipes(options2, checkout, work, fromMakeDir(options2.dir, includeDirs)) : null;
+        const make = options2 ? makeRecipes(options2, checkout, work, fromMakeDir(options2.dir, includeDirs), readFirst) : null;
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
-        if (make) for (const line2 of make.lines) read3(line2, make.dir, command, depth + 1, void 0, includeDirs);
+        if (make) for (const line2 of make.lines) read3(line2, make.dir, command, depth + 1, void 0, passed);
       }
     }
   };
   for (const c3 of commands) read3(c3, sub, c3, 0);
-  return { scripts: [...found.values()], runs: runs2 };
+  return { scripts: [...found.values()], runs: runs2, goals };
 }
-function envIncludeDirs(before) {
-  const value = (name) => before.flatMap((w) => typeof w === "string" && w.startsWith(`${name}=`) && !w.includes(UNKNOWN2) ? makeflagsIncludeDirs(w.slice(name.length + 1)) : []);
-  return [...value("GNUMAKEFLAGS"), ...value("MAKEFLAGS")];
+var NO_MAKE_ENV = { includeDirs: [], readFirst: [] };
+var MAKE_VARS = /* @__PURE__ */ new Set(["MAKEFLAGS", "GNUMAKEFLAGS", "MAKEFILES"]);
+var MAX_MAKE_ENV = 65;
+function added(list, more) {
+  if (list.length >= MAX_MAKE_ENV) return list;
+  const out = [...list];
+  for (const m of more) {
+    if (out.length >= MAX_MAKE_ENV) break;
+    if (!out.includes(m)) out.push(m);
+  }
+  return out;
+}
+function withMakeVars(env2, vars) {
+  const known = vars.filter(([name, value2]) => MAKE_VARS.has(name) && !value2.includes(UNKNOWN2));
+  if (!known.length) return env2;
+  const value = (name) => known.filter(([n2]) => n2 === name).map(([, v]) => v);
+  return {
+    includeDirs: added(env2.includeDirs, [...value("GNUMAKEFLAGS"), ...value("MAKEFLAGS")].flatMap(makeflagsIncludeDirs)),
+    readFirst: added(
+      env2.readFirst,
+      value("MAKEFILES").flatMap((v) => v.split(/\s+/).filter(Boolean))
+    )
+  };
+}
+function assignmentsBefore(before) {
+  return before.flatMap((w) => {
+    const m = typeof w === "string" ? /^([A-Za-z_]\w*)=([\s\S]*)$/.exec(w) : null;
+    return m ? [[m[1], m[2]]] : [];
+  });
+}
+function assignedOnly(words2) {
+  const declares = typeof words2[0] === "string" && DECLARES.has(words2[0]);
+  const rest = declares ? words2.slice(1).filter((w) => !(typeof w === "string" && w.startsWith("-"))) : words2;
+  if (!rest.length && !declares) return null;
+  const set2 = assignmentsBefore(rest);
+  return set2.length && (declares || set2.length === rest.length) ? set2 : null;
 }
 function fromMakeDir(dir, dirs) {
   const out = [];
@@ -89090,6 +89224,7 @@ function makeOptions(words2, from) {
   const targets = [];
   const named = [];
   const includeDirs = [];
+  const vars = [];
   const move = (to) => {
     if (typeof to !== "string" || !to || to.startsWith("/")) return false;
     dir = path51.posix.normalize(path51.posix.join(dir || ".", to));
@@ -89109,6 +89244,7 @@ function makeOptions(words2, from) {
     if (typeof w !== "string") return null;
     if (w === "--") {
       for (const t2 of words2.slice(i2 + 1)) if (typeof t2 === "string" && !t2.includes("=")) targets.push(t2);
+      vars.push(...assignmentsBefore(words2.slice(i2 + 1)));
       break;
     }
     if (w.startsWith("--")) {
@@ -89123,6 +89259,7 @@ function makeOptions(words2, from) {
         break;
       }
     } else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
+    else if (!w.startsWith("-")) vars.push(...assignmentsBefore([w]));
   }
   const makefiles = [];
   for (const f of named) {
@@ -89130,9 +89267,9 @@ function makeOptions(words2, from) {
     if (f === "-" || f.startsWith("/") || f.startsWith("~") || file3 === "." || file3 === ".." || file3.startsWith("../")) return null;
     makefiles.push(file3);
   }
-  return { dir, makefiles, includeDirs, targets };
+  return { dir, makefiles, includeDirs, targets, vars };
 }
-function makeRecipes({ dir, makefiles, targets }, checkout, work, searched) {
+function makeRecipes({ dir, makefiles, targets }, checkout, work, searched, readFirst = []) {
   let text = null;
   const reading = new Set(makefiles);
   if (makefiles.length) {
@@ -89149,13 +89286,20 @@ function makeRecipes({ dir, makefiles, targets }, checkout, work, searched) {
       break;
     }
   if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
-  text = withIncludes(text, checkout, [dir, ...searched], reading, { files: MAX_INCLUDED });
-  work.left -= text.length;
+  const budget2 = { files: MAX_INCLUDED };
+  const firstText = readFirst.length ? withIncludes(`-include ${readFirst.join(" ")}`, checkout, [dir, ...searched], reading, budget2) : "";
+  text = withIncludes(text, checkout, [dir, ...searched], reading, budget2);
+  work.left -= text.length + firstText.length;
   if (work.left < 0) return null;
   const rules = /* @__PURE__ */ new Map();
   let first2;
   let current = [];
-  for (const raw2 of text.replace(/\\\n/g, " ").split("\n")) {
+  const split = (t2) => t2.replace(/\\\n/g, " ").split("\n");
+  const firstLines = firstText ? split(firstText) : [];
+  const all = [...firstLines, ...split(text)];
+  for (let k = 0; k < all.length; k++) {
+    const raw2 = all[k];
+    const goal = k >= firstLines.length;
     if (raw2.startsWith("	")) {
       for (const r of current) r.recipe.push(asMake(raw2.slice(1).replace(/^[\s@+-]+/, "")));
       continue;
@@ -89174,7 +89318,7 @@ function makeRecipes({ dir, makefiles, targets }, checkout, work, searched) {
       if (after?.trim()) rule.recipe.push(asMake(after.trim()));
       rules.set(t2, rule);
       current.push(rule);
-      if (first2 === void 0 && !t2.startsWith(".") && !t2.includes("%")) first2 = t2;
+      if (goal && first2 === void 0 && !t2.startsWith(".") && !t2.includes("%")) first2 = t2;
     }
   }
   const lines = [];
@@ -90050,12 +90194,35 @@ function isEmptyPart(part) {
   if (isDoc(part)) return Object.values(part).every(isEmptyPart);
   return false;
 }
+function checkGoals(checkout, sub, command) {
+  const runs2 = makeGoalRuns([command], sub, checkout);
+  if (!runs2.length) return { goals: [], made: /* @__PURE__ */ new Set() };
+  try {
+    const facts = makeFacts(checkout, runs2);
+    return { goals: facts.goals, made: new Set(facts.made) };
+  } catch (err) {
+    if (!(err instanceof MakeTooLarge)) throw err;
+    const goals = runs2.flatMap(
+      (r) => (r.goals ?? []).flatMap((goal) => {
+        const p = fromRun(r.dir, goal);
+        return p === null || goal.startsWith("/") ? [] : [{ path: p, goal, makefile: null, unsure: true }];
+      })
+    );
+    return { goals, made: new Set(goals.map((g2) => g2.path)) };
+  }
+}
+function goalNamesakeWhy(g2, by) {
+  const make = `a goal of the make of the later check "${by}"${g2.makefile ? ` (${g2.makefile})` : ""}`;
+  return g2.unsure ? `named like \`${g2.goal}\`, ${make}, whose makefiles are too large to tell whether it is declared .PHONY: with a file or folder of that name make takes a goal not declared so as up to date and runs none of its recipe` : `named like \`${g2.goal}\`, ${make}, which is not declared .PHONY: with a file or folder of that name make takes the goal as up to date and runs none of its recipe`;
+}
 function lookups(facts) {
   const targets = /* @__PURE__ */ new Map();
   for (const t2 of facts.targets) if (!targets.has(t2.path)) targets.set(t2.path, t2);
   const inputs = /* @__PURE__ */ new Map();
   for (const i2 of facts.inputs) if (!inputs.has(i2.path)) inputs.set(i2.path, i2);
-  return { targets, inputs };
+  const readFirst = /* @__PURE__ */ new Map();
+  for (const r of facts.readFirst) if (!readFirst.has(r.path)) readFirst.set(r.path, r);
+  return { targets, inputs, readFirst };
 }
 function ancestors(file3) {
   const out = [];
@@ -90224,6 +90391,13 @@ async function runnerConfigChanges(opts) {
           out.push(`check configuration changed: ${file3} \u2014 a makefile a check's make reads (\`-f\`): its rules are what the check runs`);
           continue;
         }
+        const first2 = byPath.readFirst.get(file3);
+        if (first2) {
+          out.push(
+            `check configuration changed: ${file3} \u2014 a makefile a check's make reads before its own (\`MAKEFILES=${first2.name}\`, in its environment or on its command line): its rules, variables and special targets are the Makefile's own`
+          );
+          continue;
+        }
         const remade = [
           remadeFrom(file3),
           ...make.vpath.flatMap(
@@ -90252,6 +90426,12 @@ async function runnerConfigChanges(opts) {
         if (make.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path53.posix.basename(file3))) {
           out.push(
             `check configuration changed: ${file3} \u2014 its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`
+          );
+          continue;
+        }
+        if (make.read && path53.posix.basename(file3).includes("%")) {
+          out.push(
+            `check configuration changed: ${file3} \u2014 its name, read as a makefile line (the dependency lines a compiler writes name it) is a pattern rule of make's with no recipe: make takes every file it matches as made, and builds none of them`
           );
           continue;
         }
@@ -90640,13 +90820,17 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
   let config3 = null;
   let planted = null;
   let ranCommand = false;
+  let goals = [];
   if (checks.some((c3) => "run" in c3)) {
     try {
       config3 = configSnapshot(root2, realCwd, heldDirs, heldModules, heldImports);
+      const sub = path54.relative(realRoot, realCwd).split(path54.sep).join("/");
+      goals = checks.map((c3) => "run" in c3 ? checkGoals(realRoot, sub, c3.run) : null);
     } catch (err) {
       return checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: `not run: ${err.message}` }));
     }
   }
+  const absentAtStart = new Set(goals.flatMap((g2) => g2?.goals ?? []).flatMap((g2) => namesakeStamp(path54.join(realRoot, g2.path)) === ABSENT ? [g2.path] : []));
   for (const [i2, check2] of checks.entries()) {
     const name = checkName(check2, i2);
     if (planted) {
@@ -90664,6 +90848,13 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     clearHeldBackBytecode(realRoot, guardedPy);
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
+    const namesakes = /* @__PURE__ */ new Map();
+    for (const [j, later] of goals.entries())
+      if (j > i2 && later) {
+        for (const g2 of later.goals)
+          if (absentAtStart.has(g2.path) && !namesakes.has(g2.path))
+            namesakes.set(g2.path, { g: g2, by: checkName(checks[j], j), before: namesakeStamp(path54.join(realRoot, g2.path)) });
+      }
     const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path54.relative(realCwd, f)) : [];
     let result2 = changed.length ? { ...r, passed: false, output: `${r.output}
@@ -90673,6 +90864,11 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
       try {
         const after = configSnapshot(root2, realCwd, heldDirs, heldModules, heldImports);
         what = [...plantedConfig(config3, after, root2), ...await plantedModules(config3, after)];
+        for (const [p, { g: g2, by, before }] of namesakes) {
+          const now = namesakeStamp(path54.join(realRoot, p));
+          if (now === before || now === ABSENT || goals[i2]?.made.has(p)) continue;
+          what.push(`${p} ${before === ABSENT ? "written" : "changed"} \u2014 ${goalNamesakeWhy(g2, by)}`);
+        }
       } catch (err) {
         what = [err.message];
       }
@@ -90890,6 +91086,16 @@ var lstatOrNull = (p) => {
     return null;
   }
 };
+var ABSENT = "absent";
+function namesakeStamp(file3) {
+  try {
+    const st = statSync18(file3);
+    const l = lstatSync7(file3);
+    return `${st.isDirectory() ? "folder" : "file"}:${l.ino}:${l.ctimeMs}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  } catch {
+    return ABSENT;
+  }
+}
 function fingerprint(file3) {
   try {
     const st = lstatSync7(file3);
@@ -93414,8 +93620,8 @@ var Batches = class {
       if (!n2) return `${id3} is not at the graded commit it combined any more (continued or discarded since)`;
       if (then && n2.commit !== then) return `${id3} was continued since: its latest round is not in it`;
     }
-    const added = now.find((n2) => !res.workers.includes(n2.id));
-    return added ? `${added.id} was built since` : null;
+    const added2 = now.find((n2) => !res.workers.includes(n2.id));
+    return added2 ? `${added2.id} was built since` : null;
   }
   /**
    * Why the batch's integration result must not land (its workers changed since it ran), or null. When it is stale, the
@@ -94261,13 +94467,25 @@ var Engine = class {
       "The model server you were on went away; your session continues on another server of the same model. Carry on from where you were."
     );
   }
-  /** The worker's transcript from its log: the latest version of each part, in order. */
+  /**
+   * The worker's transcript from its log: the latest version of each part, in the order they began (a streamed part is
+   * logged once it ends, after a tool call that began later: it comes first, as it did live).
+   */
   transcript(workerId) {
     this.get(workerId);
     const parts = /* @__PURE__ */ new Map();
-    for (const e of this.logs.load(workerId).events) if (e.type === "part") parts.set(e.part.partId, e.part);
-    for (const { part } of this.translator.streaming.get(workerId)?.values() ?? []) if (!parts.has(part.partId)) parts.set(part.partId, { ...part });
-    return [...parts.values()];
+    const place2 = /* @__PURE__ */ new Map();
+    for (const e of this.logs.load(workerId).events)
+      if (e.type === "part") {
+        parts.set(e.part.partId, e.part);
+        if (!place2.has(e.part.partId)) place2.set(e.part.partId, transcriptPlace(e.part, e.seq));
+      }
+    for (const { part } of this.translator.streaming.get(workerId)?.values() ?? [])
+      if (!parts.has(part.partId)) {
+        parts.set(part.partId, { ...part });
+        place2.set(part.partId, part.after !== void 0 ? part.after + 0.5 : Number.POSITIVE_INFINITY);
+      }
+    return [...parts.values()].sort((a2, b) => place2.get(a2.partId) - place2.get(b.partId) || 0);
   }
   events(workerId) {
     this.get(workerId);
@@ -96504,14 +96722,13 @@ function grantsInView(all) {
 }
 
 // engine/commands/grants.ts
-var terminalSafe2 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
 function registerGrantsCommand(program3) {
   program3.command("grants").description('list the "always" answers the engine holds, or revoke one (--revoke ID)').option("--revoke <grantId>", "revoke this grant: later matching asks of its worker go to a person again").option("--json", "print JSON").action(async (o2) => {
     try {
       const client2 = connect(await ensureEngine(stateDir()), "cli:ocw grants");
       if (o2.revoke) {
         const g2 = await client2.approvals.revokeGrant.mutate({ grantId: o2.revoke });
-        console.log(o2.json ? jsonForTerminal(g2, 0) : `revoked ${g2.id}: ${g2.tool} ${terminalSafe2(g2.pattern)} (worker ${g2.workerId})`);
+        console.log(o2.json ? jsonForTerminal(g2, 0) : `revoked ${g2.id}: ${grantWords(g2)} (worker ${g2.workerId})`);
         return;
       }
       const grants = await client2.approvals.grants.query();
@@ -96523,14 +96740,15 @@ function registerGrantsCommand(program3) {
       for (const id3 of new Set(shown.map((g2) => g2.workerId)))
         worktrees.set(id3, (await client2.workers.get.query({ workerId: id3 }).catch(() => null))?.worktree ?? null);
       for (const g2 of shown)
-        console.log(
-          `${g2.id}  worker ${g2.workerId}  ${g2.tool} ${terminalSafe2(grantShown(g2.pattern, worktrees.get(g2.workerId)))}  (by ${g2.by.kind}${g2.by.name ? " " + g2.by.name : ""})`
-        );
+        console.log(`${g2.id}  worker ${g2.workerId}  ${grantWords(g2, worktrees.get(g2.workerId))}  (by ${g2.by.kind}${g2.by.name ? " " + g2.by.name : ""})`);
       if (note) console.log(note);
     } catch (err) {
       fail(err);
     }
   });
+}
+function grantWords(g2, worktree) {
+  return `${toolWord(g2.tool)} ${showUntrusted(grantShown(g2.pattern, worktree ?? null), { lines: false, max: 1e3 })}`;
 }
 
 // engine/commands/workers.ts
@@ -96924,7 +97142,7 @@ var LogPrinter = class {
 };
 
 // engine/commands/housekeeping.ts
-var terminalSafe3 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
+var terminalSafe2 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
 function registerHousekeepingCommands(program3) {
   program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
     try {
@@ -96971,7 +97189,7 @@ ${startedHint(r.workerId)}`);
       else {
         for (const m of r.merged) console.log(`merged ${m.workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
         if (r.stopped) {
-          console.log(`stopped at ${r.stopped.workerId}: ${terminalSafe3(r.stopped.reason)}`);
+          console.log(`stopped at ${r.stopped.workerId}: ${terminalSafe2(r.stopped.reason)}`);
           if (r.notTried.length) console.log(`not tried: ${r.notTried.join(", ")}`);
         }
         for (const s of r.skipped) console.log(`skipped ${s.workerId}: ${s.reason}`);
