@@ -1464,11 +1464,18 @@ async function capsListing(ws: Workspace, caps: SnapshotCaps, keepIndex?: string
   for (const [n, before, now] of grow) {
     if (now <= before) continue;
     total += now - before;
-    if (now > caps.fileBytes) return under(`${shown(n)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
+    // A tracked file's name is the base's: the person's, or an earlier worker's where a batch task starts from its work
+    // (then its text, which reaches Claude in the verdict's reason). A plain name as it is; any other quoted as data.
+    const name = shown(n);
+    const named = PLAIN_PATH.test(name) ? name : quoteUntrusted(name, "a file of the task's base");
+    if (now > caps.fileBytes) return under(`${named} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
   }
   if (total > caps.bytes) return under(`the worker's files add ${size(total)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`);
   return { over: null, fresh: names, base };
 }
+
+/** A path of plain characters only: no space, quote, colon, control or bidi character a sentence could be forged with. */
+const PLAIN_PATH = /^[\w./@+-]+$/;
 
 /**
  * Each path's size as lstat gives it (a regular file's bytes, a symlink's target name; 0 for anything else or nothing
