@@ -86818,11 +86818,14 @@ async function capsListing(ws, caps, keepIndex) {
   for (const [n2, before, now] of grow) {
     if (now <= before) continue;
     total2 += now - before;
-    if (now > caps.fileBytes) return under(`${shown(n2)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
+    const name = shown(n2);
+    const named = PLAIN_PATH.test(name) ? name : quoteUntrusted(name, "a file of the task's base");
+    if (now > caps.fileBytes) return under(`${named} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
   }
   if (total2 > caps.bytes) return under(`the worker's files add ${size(total2)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`);
   return { over: null, fresh: names, base: base2 };
 }
+var PLAIN_PATH = /^[\w./@+-]+$/;
 async function sizesOf(paths) {
   const out = [];
   for (let i2 = 0; i2 < paths.length; i2++) {
