@@ -742,7 +742,7 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
  * is taken as a plain `make` in its folder.
  */
 export function makeRuns(commands: string[], sub: string, checkout: string): MakeRun[] {
-  return readCommands(commands, sub, checkout).runs;
+  return readCommands(commands, sub, checkout).runs.map(({ goals: _, ...run }) => run);
 }
 
 /**
@@ -750,16 +750,14 @@ export function makeRuns(commands: string[], sub: string, checkout: string): Mak
  * check; none where it names none, or where they cannot be told: then its default goal), for makeFacts' goals.
  */
 export function makeGoalRuns(commands: string[], sub: string, checkout: string): MakeRun[] {
-  const { runs, goals } = readCommands(commands, sub, checkout);
-  return runs.map((r, i) => ({ ...r, goals: goals[i] ?? [] }));
+  return readCommands(commands, sub, checkout).runs;
 }
 
 /** The scripts the commands run (commandScripts) and the makes they run (makeRuns), in one reading. */
-function readCommands(commands: string[], sub: string, checkout?: string): { scripts: CommandScript[]; runs: MakeRun[]; goals: string[][] } {
+function readCommands(commands: string[], sub: string, checkout?: string): { scripts: CommandScript[]; runs: MakeRun[] } {
   const found = new Map<string, CommandScript>();
+  /** Each with the goals its command line names (makeGoalRuns; makeRuns leaves them out). */
   const runs: MakeRun[] = [];
-  /** The goals each of `runs` names on its command line (makeGoalRuns). */
-  const goals: string[][] = [];
   /**
    * What is left to read, in characters (command lines, scripts, makefiles): past it nothing more is read. Worker-written
    * text read many times over (a makefile's targets whose recipes each run `make` another) would take minutes.
@@ -848,7 +846,6 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
           : flags;
         const includeDirs = passed.includeDirs;
         const readFirst = passed.readFirst.filter((w) => !w.startsWith("~") && !w.includes(UNKNOWN));
-        if (isMake) goals.push(options?.targets ?? []);
         if (isMake)
           runs.push({
             dir: options?.dir ?? from,
@@ -857,6 +854,7 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
             ...(readFirst.length ? { readFirst } : {}),
             // No target named (or none that can be told): make builds its makefiles' first target.
             ...(options?.targets.length ? {} : { defaultGoal: true }),
+            goals: options?.targets ?? [],
           });
         const make = options ? makeRecipes(options, checkout, work, fromMakeDir(options.dir, includeDirs), readFirst) : null;
         // The makefiles `-f` names are what the command runs, as a script is (a harness by its name, `-f ci/test.mk`).
@@ -866,7 +864,7 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
     }
   };
   for (const c of commands) read(c, sub, c, 0);
-  return { scripts: [...found.values()], runs, goals };
+  return { scripts: [...found.values()], runs };
 }
 
 /**

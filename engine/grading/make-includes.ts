@@ -218,10 +218,9 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
     const runIncludes: { inc: MakeInclude; names: string[]; words: () => (string | null)[] }[] = [];
     /** Names `$(file <…)` and `$(shell …)` read, with the makefile. */
     const reads: { name: string; makefile: string }[] = [];
-    /** Whether the goal is still to be set: a make naming no target, before the first rule of its first makefile. */
-    let goalOpen = !!run.defaultGoal;
     /** The goal of a make naming none: `.DEFAULT_GOAL`'s, else the first target of the first rule read (not a special or pattern one). */
     let defaultGoal: string | null = null;
+    /** Whether that goal is set yet (for a make naming no target, the lines read until then may set it: `setsGoal`). */
     let goalSet = false;
     while (queue.length && done.size < MAX_FILES) {
       const makefile = queue.shift()!;
@@ -269,7 +268,6 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
               }
           }
           if (name === ".DEFAULT_GOAL") {
-            goalOpen = false;
             const value = words(expandLine(vars.get(name)!, vars));
             defaultGoal = value.length === 1 && !value[0]!.includes(UNKNOWN) ? value[0]! : null;
             goalSet = true;
@@ -295,9 +293,9 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           // A target-specific variable (`test: X = 1`) names its targets, but no prerequisite or recipe.
           const prereqs = /=/.test(before) ? [] : words(expand(before.replace("|", " "), vars, 0));
           const r: Rule = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
-          if (!readFirstFiles.has(makefile) && targets.some((t) => !t.startsWith(".") && !t.includes("%"))) {
-            goalOpen = false;
-            if (!goalSet) defaultGoal = targets.find((t) => !t.startsWith(".") && !t.includes("%")) ?? null;
+          const ordinary = targets.find((t) => !t.startsWith(".") && !t.includes("%"));
+          if (ordinary !== undefined && !readFirstFiles.has(makefile)) {
+            if (!goalSet) defaultGoal = ordinary;
             goalSet = true;
           }
           rules.push(r);
@@ -313,7 +311,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
         let match: ((file: string) => boolean)[] | undefined;
         const matchers = () => where(searched).flatMap((g) => (g === null ? [] : [includeMatcher(g)]));
         const include: MakeInclude = { makefile, line: raw.trim(), names: (f: string) => (match ??= matchers()).some((m) => m(f)) };
-        if (goalOpen && first.includes(makefile)) include.setsGoal = true;
+        if (run.defaultGoal && !goalSet && first.includes(makefile)) include.setsGoal = true;
         out.push(include);
         runIncludes.push({ inc: include, names, words: () => where(searched) });
         // The makefile make reads for each plain name: the first found.

@@ -618,15 +618,16 @@ export function goalNamesakeWhy(g: GoalNamesake, by: string): string {
     : `named like \`${g.goal}\`, ${make}, which is not declared .PHONY: with a file or folder of that name make takes the goal as up to date and runs none of its recipe`;
 }
 
-/** MakeFacts' targets and inputs by path (a file's lookups at once, not a pass over every target per changed file). */
+/** MakeFacts' targets, inputs and MAKEFILES files by path (a file's lookups at once, not a pass over every one per changed file). */
 function lookups(facts: MakeFacts) {
-  const targets = new Map<string, MakeFacts["targets"][number]>();
-  for (const t of facts.targets) if (!targets.has(t.path)) targets.set(t.path, t);
-  const inputs = new Map<string, MakeFacts["inputs"][number]>();
-  for (const i of facts.inputs) if (!inputs.has(i.path)) inputs.set(i.path, i);
-  const readFirst = new Map<string, MakeFacts["readFirst"][number]>();
-  for (const r of facts.readFirst) if (!readFirst.has(r.path)) readFirst.set(r.path, r);
-  return { targets, inputs, readFirst };
+  return { targets: firstByPath(facts.targets), inputs: firstByPath(facts.inputs), readFirst: firstByPath(facts.readFirst) };
+}
+
+/** Each path's first entry. */
+function firstByPath<T extends { path: string }>(entries: T[]): Map<string, T> {
+  const m = new Map<string, T>();
+  for (const e of entries) if (!m.has(e.path)) m.set(e.path, e);
+  return m;
 }
 
 /** The folders on a path's way from the repository's root ("a/b/c" → "a/b", "a"). */
