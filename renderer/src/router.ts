@@ -51,16 +51,24 @@ export function go(r: Route): void {
  */
 export function goAndFocus(r: Route, target: string): void {
   const hash = href(r);
-  const until = Date.now() + 10_000;
   go(r);
-  const look = () => {
-    if (location.hash !== hash) return;
+  /** Done: the element focused (or the focus taken by something else), or the screen left. */
+  const settled = (): boolean => {
+    if (location.hash !== hash) return true;
     const el = document.querySelector<HTMLElement>(target);
-    if (!el) return void (Date.now() < until && setTimeout(look, 50));
+    if (!el) return false;
     const now = document.activeElement;
     if (!now || now === document.body || !now.isConnected) el.focus();
+    return true;
   };
-  setTimeout(look, 0);
+  // Looked at again as the page changes (the new screen renders, the engine's news of what was started comes).
+  const watch = new MutationObserver(() => settled() && stop());
+  const timer = setTimeout(() => stop(), 10_000);
+  const stop = () => {
+    watch.disconnect();
+    clearTimeout(timer);
+  };
+  watch.observe(document.body, { childList: true, subtree: true });
 }
 
 const subscribe = (fn: () => void) => {

@@ -111,6 +111,9 @@ function badNumbers(t: TaskRow): { field: string; text: string }[] {
   return bad;
 }
 
+/** The field a message about `field` (and its part `sub`) goes under: a budget's under its own (budget.wallSec, budget.tokens). */
+const fieldFor = (field: string, sub?: unknown): string => (field === "budget" && (sub === "wallSec" || sub === "tokens") ? sub : field);
+
 /** The fields with a place for their message under them (`budget`: under the token budget). */
 const PLACED = new Set(["directory", "task", "checks", "scope", "protect", "budget", "wallSec", "tokens", "fixRounds"]);
 
@@ -125,9 +128,8 @@ function taskProblems(t: TaskRow, spec: WorkerSpecInput): { field: string; text:
   if (!parsed.success)
     for (const issue of parsed.error.issues) {
       const [head, sub] = issue.path;
-      // A budget's message goes under its own field (budget.wallSec, budget.tokens), a check's under the checks; one
-      // about a field without a place for messages (the title) under the task as a whole.
-      const field = head === "budget" && (sub === "wallSec" || sub === "tokens") ? sub : typeof head === "string" && PLACED.has(head) ? head : "form";
+      // A check's under the checks; one about a field without a place for messages (the title) under the task as a whole.
+      const field = typeof head === "string" && PLACED.has(head) ? fieldFor(head, sub) : "form";
       if (!found.some((f) => f.field === field)) found.push({ field, text: issue.message });
     }
   return found;
@@ -138,9 +140,7 @@ function place(message: string, many: boolean): FieldError {
   const n = /^task (\d+): (.*)$/s.exec(message);
   if (n) return { ...place(n[2]!, false), task: Number(n[1]) - 1, text: message };
   const m = /^(?:tasks\.(\d+)\.)?([a-zA-Z]+)(?:\.([\w.]+))?: (.*)$/s.exec(message);
-  // A budget's message goes under its own field (budget.wallSec, budget.tokens).
-  const named = m?.[2] === "budget" && (m[3] === "wallSec" || m[3] === "tokens") ? m[3] : m?.[2];
-  if (m && (m[1] !== undefined || !many)) return { task: Number(m[1] ?? 0), field: named!, text: m[4]! };
+  if (m && (m[1] !== undefined || !many)) return { task: Number(m[1] ?? 0), field: fieldFor(m[2]!, m[3]), text: m[4]! };
   const field = /director|git repository|does not exist/i.test(message)
     ? "directory"
     : /task is/i.test(message)

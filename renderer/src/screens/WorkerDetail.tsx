@@ -141,7 +141,7 @@ export function WorkerDetail({ id }: { id: string }) {
   const canDiscard = discardable(w);
   const canRetry = retryable(w);
   // A graded worker takes a follow-up in its session (a new round); a merged or discarded one has no workspace left.
-  const canContinue = (w.state === "built" || w.state === "honest-failure") && !w.merged && !w.discarded && !!w.sessionId;
+  const canContinue = graded && !over && !!w.sessionId;
   const weak = baselineWarning(w.baseline);
   const asks = pendingAsks(w);
   const elapsed = (w.endedAt ?? now) - (w.startedAt ?? w.createdAt);
