@@ -88040,7 +88040,6 @@ function makeFacts(checkout, runs2) {
     const vpathDirs = [];
     const runIncludes = [];
     const reads = [];
-    let goalOpen = !!run5.defaultGoal;
     let defaultGoal = null;
     let goalSet = false;
     while (queue.length && done.size < MAX_FILES) {
@@ -88086,7 +88085,6 @@ function makeFacts(checkout, runs2) {
               }
           }
           if (name === ".DEFAULT_GOAL") {
-            goalOpen = false;
             const value2 = words(expandLine(vars.get(name), vars));
             defaultGoal = value2.length === 1 && !value2[0].includes(UNKNOWN) ? value2[0] : null;
             goalSet = true;
@@ -88111,9 +88109,9 @@ function makeFacts(checkout, runs2) {
           const targets = words(expand(rule[1], vars, 0));
           const prereqs = /=/.test(before) ? [] : words(expand(before.replace("|", " "), vars, 0));
           const r = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
-          if (!readFirstFiles.has(makefile) && targets.some((t2) => !t2.startsWith(".") && !t2.includes("%"))) {
-            goalOpen = false;
-            if (!goalSet) defaultGoal = targets.find((t2) => !t2.startsWith(".") && !t2.includes("%")) ?? null;
+          const ordinary = targets.find((t2) => !t2.startsWith(".") && !t2.includes("%"));
+          if (ordinary !== void 0 && !readFirstFiles.has(makefile)) {
+            if (!goalSet) defaultGoal = ordinary;
             goalSet = true;
           }
           rules.push(r);
@@ -88127,7 +88125,7 @@ function makeFacts(checkout, runs2) {
         let match;
         const matchers = () => where(searched).flatMap((g2) => g2 === null ? [] : [includeMatcher(g2)]);
         const include = { makefile, line: raw2.trim(), names: (f) => (match ??= matchers()).some((m) => m(f)) };
-        if (goalOpen && first2.includes(makefile)) include.setsGoal = true;
+        if (run5.defaultGoal && !goalSet && first2.includes(makefile)) include.setsGoal = true;
         out.push(include);
         runIncludes.push({ inc: include, names, words: () => where(searched) });
         for (const w of names) {
@@ -89069,16 +89067,14 @@ function commandScripts(commands, sub, checkout) {
   return readCommands(commands, sub, checkout).scripts;
 }
 function makeRuns(commands, sub, checkout) {
-  return readCommands(commands, sub, checkout).runs;
+  return readCommands(commands, sub, checkout).runs.map(({ goals: _, ...run5 }) => run5);
 }
 function makeGoalRuns(commands, sub, checkout) {
-  const { runs: runs2, goals } = readCommands(commands, sub, checkout);
-  return runs2.map((r, i2) => ({ ...r, goals: goals[i2] ?? [] }));
+  return readCommands(commands, sub, checkout).runs;
 }
 function readCommands(commands, sub, checkout) {
   const found = /* @__PURE__ */ new Map();
   const runs2 = [];
-  const goals = [];
   const work = { left: MAX_READ_CHARS };
   const tools = /* @__PURE__ */ new Map();
   const read3 = (line, cwd, command, depth, inScript, inherited = NO_MAKE_ENV) => {
@@ -89135,7 +89131,6 @@ function readCommands(commands, sub, checkout) {
         const passed = options2 ? withMakeVars({ includeDirs: [...flags.includeDirs, ...options2.includeDirs], readFirst: flags.readFirst }, options2.vars) : flags;
         const includeDirs = passed.includeDirs;
         const readFirst = passed.readFirst.filter((w) => !w.startsWith("~") && !w.includes(UNKNOWN2));
-        if (isMake) goals.push(options2?.targets ?? []);
         if (isMake)
           runs2.push({
             dir: options2?.dir ?? from,
@@ -89143,7 +89138,8 @@ function readCommands(commands, sub, checkout) {
             includeDirs: fromMakeDir(options2?.dir ?? from, includeDirs),
             ...readFirst.length ? { readFirst } : {},
             // No target named (or none that can be told): make builds its makefiles' first target.
-            ...options2?.targets.length ? {} : { defaultGoal: true }
+            ...options2?.targets.length ? {} : { defaultGoal: true },
+            goals: options2?.targets ?? []
           });
         const make = options2 ? makeRecipes(options2, checkout, work, fromMakeDir(options2.dir, includeDirs), readFirst) : null;
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
@@ -89152,7 +89148,7 @@ function readCommands(commands, sub, checkout) {
     }
   };
   for (const c3 of commands) read3(c3, sub, c3, 0);
-  return { scripts: [...found.values()], runs: runs2, goals };
+  return { scripts: [...found.values()], runs: runs2 };
 }
 var NO_MAKE_ENV = { includeDirs: [], readFirst: [] };
 var MAKE_VARS = /* @__PURE__ */ new Set(["MAKEFLAGS", "GNUMAKEFLAGS", "MAKEFILES"]);
@@ -90219,13 +90215,12 @@ function goalNamesakeWhy(g2, by) {
   return g2.unsure ? `named like \`${g2.goal}\`, ${make}, whose makefiles are too large to tell whether it is declared .PHONY: with a file or folder of that name make takes a goal not declared so as up to date and runs none of its recipe` : `named like \`${g2.goal}\`, ${make}, which is not declared .PHONY: with a file or folder of that name make takes the goal as up to date and runs none of its recipe`;
 }
 function lookups(facts) {
-  const targets = /* @__PURE__ */ new Map();
-  for (const t2 of facts.targets) if (!targets.has(t2.path)) targets.set(t2.path, t2);
-  const inputs = /* @__PURE__ */ new Map();
-  for (const i2 of facts.inputs) if (!inputs.has(i2.path)) inputs.set(i2.path, i2);
-  const readFirst = /* @__PURE__ */ new Map();
-  for (const r of facts.readFirst) if (!readFirst.has(r.path)) readFirst.set(r.path, r);
-  return { targets, inputs, readFirst };
+  return { targets: firstByPath(facts.targets), inputs: firstByPath(facts.inputs), readFirst: firstByPath(facts.readFirst) };
+}
+function firstByPath(entries) {
+  const m = /* @__PURE__ */ new Map();
+  for (const e of entries) if (!m.has(e.path)) m.set(e.path, e);
+  return m;
 }
 function ancestors(file3) {
   const out = [];
