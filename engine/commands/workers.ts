@@ -280,8 +280,10 @@ export function registerWorkerCommands(program: Command): void {
       try {
         const r = await (await client("prune")).workers.prune.mutate({ directory: path.resolve(o.dir ?? ".") });
         if (o.json) return console.log(jsonForTerminal(r));
-        for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
-        for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
+        // Branch names and checkout paths are the repository's, not the engine's: a bidi control or an escape in one is shown marked.
+        const shown = (text: string) => showUntrusted(text, { lines: false });
+        for (const d of r.deleted) console.log(`deleted ${shown(d.branch)} (was ${d.commit.slice(0, 12)})`);
+        for (const k of r.kept) console.log(`kept ${shown(k.branch)}: ${shown(k.reason)}`);
         if (!r.deleted.length && !r.kept.length) console.log("no ocw/ branches");
       } catch (err) {
         fail(err);

@@ -94,7 +94,7 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     };
     const v = await grade({ ...base, baseline: { passedOnBase: ["passes"] } });
     expect(v).toMatchObject({ verdict: "honest-failure", claim: "honest-failure", honest: true, weakEvidence: false, commit: ws.baseCommit });
-    expect(v.reason).toMatch(/no change: the worker changed no file, so nothing was shown/);
+    expect(v.reason).toMatch(/no change: the worker changed no file, so nothing was shown to work/);
     // With no checks at all, the same.
     expect((await grade({ ...base, checks: [] })).verdict).toBe("honest-failure");
     // A change whose every check already passed on the base: built, weak evidence; a check that failed there: evidence.

@@ -213,7 +213,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   const passedOnBase = new Set(input.baseline?.passedOnBase ?? []);
   const why = noChange
     ? checksPassed
-      ? `no change: the worker changed no file, so nothing was shown${checks.length ? ` (its checks pass on the untouched base too: ${checks.length === 1 ? "it proves" : "they prove"} nothing)` : ""}`
+      ? `no change: the worker changed no file, so nothing was shown to work${checks.length ? ` (its checks pass on the untouched base too: ${checks.length === 1 ? "it proves" : "they prove"} nothing)` : ""}`
       : "no change: the worker changed no file"
     : null;
   // Built, but every check passed on the base before any change: the checks do not tell this change from none.

@@ -93,6 +93,13 @@ describe("notices", () => {
     vi.advanceTimersByTime(8000);
     expect(store.useStore.getState().notices.map((n) => n.level)).toEqual(["error"]);
   });
+
+  it("a notice shows any control, bidi or invisible character marked, whoever wrote the message; line breaks stay", () => {
+    store.pushNotice("error", "push of b_1: refused by the remote's hook\nbranch ocw/a\u202etxt.exe\u001b[2J");
+    expect(store.useStore.getState().notices.map((n) => n.message)).toEqual([
+      "push of b_1: refused by the remote's hook\nbranch ocw/a⟪U+202E⟫txt.exe⟪U+001B⟫[2J",
+    ]);
+  });
 });
 
 describe("renderer store", () => {

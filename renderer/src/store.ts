@@ -4,6 +4,7 @@ import { create } from "zustand";
 import type { EngineEvent } from "../../shared/events";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import type { Target } from "../../shared/target";
+import { showUntrusted } from "../../shared/untrusted";
 import { isAtRest, reduceWorker, type TranscriptPart, transcriptPlace, type Worker, type WorkerEvent } from "../../shared/worker";
 import { api, errorText } from "./api";
 import { freezeClock } from "./format";
@@ -284,7 +285,13 @@ export function closeTranscript(workerId: string): void {
 }
 
 let noticeSeq = 0;
-export function pushNotice(level: Notice["level"], message: string): void {
+/**
+ * A notice, shown as a block of text that may hold a worker's or a repository's words (an engine error quoting a path,
+ * a branch, a batch's name): line breaks stay, and every control, bidi or invisible character is shown marked whoever
+ * made the message, so no caller has to remember it. The engine's own words are plain and show as they are.
+ */
+export function pushNotice(level: Notice["level"], text: string): void {
+  const message = showUntrusted(text, { block: true });
   const n: Notice = { id: ++noticeSeq, level, message, ts: Date.now() };
   // The same notice again (a key pressed twice) replaces the one shown, fresh: one toast, not a stack of copies.
   set((s) => ({ notices: [...s.notices.filter((o) => o.level !== level || o.message !== message).slice(-19), n] }));

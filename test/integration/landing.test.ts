@@ -435,6 +435,12 @@ describe("the daily CLI against a running engine", () => {
     const pruned = JSON.parse(pr.stdout);
     expect(pruned.deleted.map((d: { branch: string }) => d.branch)).toEqual(["ocw/w_old_merged"]);
     expect(pruned.kept).toEqual([{ branch: `ocw/${built}`, reason: "built and not merged yet: merge it or discard the worker" }]);
+    // In text, a branch name's bidi control is shown marked (a branch is the repository's text, not the engine's).
+    git(dir, "branch", "ocw/w_old\u202etxt.exe", "main");
+    const prText = await ocw(["prune"], { cwd: dir });
+    expect(prText.code, prText.stderr).toBe(0);
+    expect(prText.stdout).toContain("deleted ocw/w_old⟪U+202E⟫txt.exe (was ");
+    expect(prText.stdout).not.toContain("\u202e");
 
     const unknown = await ocw(["show", "w_nope"]);
     expect(unknown.code).toBe(2);
