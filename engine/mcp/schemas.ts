@@ -238,7 +238,7 @@ export const ResultInput = z
     workerId: id("workerId is required (see the workers tool)"),
     page: z.number().int().min(1).optional().describe("Page of checks (from 1)."),
     pageSize: z.number().int().min(1).max(50).optional().describe("Checks per page (default 20)."),
-    maxChars: z.number().int().min(200).max(20_000).optional().describe("Output characters per check (default 1500)."),
+    maxChars: z.number().int().min(200).max(20_000).optional().describe("Output characters per check (default 1500; 8000 with check)."),
     check: z.number().int().min(0).optional().describe("Only this check (0-based), paged by offset."),
     offset: z.number().int().min(0).optional().describe("With check: output offset."),
   })
@@ -622,7 +622,7 @@ export const DiffOutput = z.object({
 export const MergeInput = z
   .object({
     workerId: id().optional(),
-    batchId: id().optional().describe("A batch with integration checks: lands its integration commit."),
+    batchId: id().optional().describe("A batch: its integration commit (when it has integration checks), or without integration checks each built worker."),
     acceptFlagged: z.boolean().optional().describe("Only on the person's explicit yes to result's flagged files."),
     publish: z.boolean().optional(),
   })

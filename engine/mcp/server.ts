@@ -958,7 +958,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "resume",
     {
       title: "Resume a worker",
-      description: "Continue a stopped or interrupted worker in its session and worktree, optionally with a message; graded again when it settles.",
+      description: "Continue a stopped, interrupted or errored worker in its session and worktree, optionally with a message; graded again when it settles.",
       input: S.ResumeToolInput,
       output: S.ControlOutput,
     },
@@ -1003,7 +1003,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "retry",
     {
       title: "Retry a worker's task from scratch",
-      description: "A failed worker's task again, as a new worker.",
+      description: "A finished worker's task again, as a new worker in a fresh workspace: one not built (honest-failure, stopped, interrupted or errored).",
       input: S.RetryToolInput,
       output: S.RetryOutput,
     },
@@ -1220,13 +1220,16 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Merge a built worker",
       description:
-        "Merge a built worker's graded commit (or batchId's integration commit) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
+        "Merge a built worker's graded commit (or a batchId's: its integration commit, else each built worker) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
       input: S.MergeInput,
       output: S.MergeOutput,
       destructive: true,
     },
     async ({ workerId, batchId, acceptFlagged, publish }) => {
-      if (!workerId === !batchId) throw new ToolError("give workerId, or batchId (a batch with integration checks), not both");
+      if (!workerId === !batchId)
+        throw new ToolError(
+          "give workerId (one worker) or batchId (a batch: its integration commit, or without integration checks each built worker), one of them",
+        );
       if (publish) {
         // "Publish the branch": grading put nothing into the person's repository; this brings exactly the graded commit.
         if (!workerId) throw new ToolError("publish takes a workerId: a batch lands only by merge {batchId}");
@@ -1325,7 +1328,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       destructive: true,
     },
     async (args) => {
-      if (!args.workerId === !args.batchId) throw new ToolError("give workerId, or batchId, not both");
+      if (!args.workerId === !args.batchId) throw new ToolError("give workerId (one worker) or batchId (a batch's integration commit), one of them");
       const r = await call((c) => c.workers.push.mutate({ ...args, pr: !!args.pr }));
       return {
         ...r,
