@@ -19,6 +19,7 @@ import { connect, healthy, type EngineClient } from "../api/client";
 import { follow } from "../api/follow";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { readLock } from "../api/lock";
+import { OcwError } from "../../shared/errors";
 import { CliError, fail } from "./errors";
 import { expectId, positiveNumber } from "./hints";
 
@@ -103,14 +104,15 @@ export function registerClaudeCommands(program: Command): void {
     .option("--batch <batchId>", "watch this batch's workers")
     .option("--worker <workerId>", "watch this worker")
     .option("--timeout <sec>", "give up after this many seconds (default 3600)", positiveNumber())
-    .addHelpText("after", "\nExit status: 0 a worker asked or settled (or nothing to wait for), 2 nothing before --timeout, 3 the engine went away.")
+    .addHelpText("after", "\nExit status: 0 a worker asked or settled (or nothing to wait for), 2 nothing before --timeout, 3 no engine runs or it went away.")
     .action(async (o: { batch?: string; worker?: string; timeout?: number }) => {
       try {
         if (o.batch && o.worker) throw new CliError("give --batch or --worker, not both");
         if (o.batch) expectId(o.batch, "batch", `wait on that worker with \`ocw wait --worker ${o.batch}\``);
         if (o.worker) expectId(o.worker, "worker", `wait on that batch with \`ocw wait --batch ${o.worker}\``);
         const lock = await runningEngine();
-        if (!lock) throw new CliError("no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
+        // Exit 3, as when the engine goes away while waiting: 2 means "nothing before --timeout" to whoever waits on this.
+        if (!lock) throw new OcwError("unavailable", "no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
         const client = connect(lock, "cli:ocw wait");
         let ids: string[];
         let load: (() => Promise<Worker[]>) | undefined;

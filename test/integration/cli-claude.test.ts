@@ -128,11 +128,11 @@ describe("ocw for Claude Code", () => {
     expect((await ocw(["hook", "stop"], { stdin: JSON.stringify({ cwd: dir }) })).stdout).toBe("");
   });
 
-  it("ocw wait with no engine running says so instead of starting one", async () => {
+  it("ocw wait with no engine running says so instead of starting one, with exit 3 (2 is a timeout to whoever waits)", async () => {
     const r = await run(process.execPath, [BUNDLE, "wait", "--until-ask-or-settled"], {
       env: { ...process.env, OCW_STATE_DIR: path.join(engine.stateDir, "nowhere") },
     }).catch((e) => e);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/no engine is running/);
   });
 });
