@@ -524,7 +524,7 @@ describe("over MCP", () => {
       expect(m).toMatchObject({ into: "main" });
       expect(git(dir, "rev-list", "--count", `${base}..main`)).toBe("1");
       expect(readFileSync(path.join(dir, "b.txt"), "utf8")).toBe("copy of ALPHA-9\n");
-      expect(await mcp.fail("merge", {})).toMatch(/give workerId, or batchId/);
+      expect(await mcp.fail("merge", {})).toMatch(/give workerId \(one worker\) or batchId \(a batch: .*\), one of them/);
     } finally {
       await mcp.close();
       await engine.client.policies.set.mutate({ rules: [] });
