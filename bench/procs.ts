@@ -1,6 +1,8 @@
 // Process-tree helpers (Linux /proc): the `opencode serve` under an engine (inside bubblewrap or not), its RSS and the
 // environment it really runs with, so the bench can show that both sides of a comparison run opencode the same way.
 import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { OFFLINE_ENV } from "../engine/harness/config";
 import { round } from "./stats";
 
@@ -97,6 +99,34 @@ const PER_INSTANCE: Record<string, string> = {
   SHELL: "the engine's worker shell (each bash command in its own sandbox); the bare side keeps the user's shell",
 };
 
+/** The engine's egress proxy (engine/net/egress.ts): set on the engine's side only, by design. */
+const EGRESS: Record<string, string> = Object.fromEntries(
+  ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy"].map((k) => [
+    k,
+    "the engine's egress proxy (keyed, on loopback) for a worker's webfetches; NO_PROXY names the model's endpoint, so model requests go direct on both sides",
+  ]),
+);
+
+const PLUGIN_WHY =
+  "the workspace plugin, which names each session's workspace to the worker shell and checks file tools' paths; its cost is the engine's own, and the sandbox part's on ÷ off ratio measures it";
+
+/**
+ * The file name of the one plugin the engine's opencode config adds, when that is all that differs between the two
+ * configs (JSON, key order aside); else null, and the configs' difference stays a fairness problem.
+ */
+export function engineOnlyPlugin(engine: string | undefined, bare: string | undefined): string | null {
+  try {
+    const e = JSON.parse(engine ?? "") as Record<string, unknown>;
+    const b = JSON.parse(bare ?? "") as Record<string, unknown>;
+    const { plugin, ...rest } = e;
+    if (!Array.isArray(plugin) || plugin.length !== 1 || typeof plugin[0] !== "string" || "plugin" in b) return null;
+    // Key order aside (isDeepStrictEqual does not compare it).
+    return isDeepStrictEqual(rest, b) ? path.basename(plugin[0]) : null;
+  } catch {
+    return null;
+  }
+}
+
 export interface EnvComparison {
   /** No variable differs except the per-instance ones above. */
   identical: boolean;
@@ -110,16 +140,26 @@ export interface EnvComparison {
   offline: { engine: Record<string, string | null>; bare: Record<string, string | null> };
 }
 
-const short = (v: string | undefined) => (v === undefined ? null : v.length > 80 ? `${v.slice(0, 77)}…` : v);
+/** A value as the report shows it: a URL's credentials (a proxy's key) never, and at most 80 characters. */
+const short = (v: string | undefined) => {
+  if (v === undefined) return null;
+  const s = v.replace(/\/\/[^/@\s]*@/g, "//…@");
+  return s.length > 80 ? `${s.slice(0, 77)}…` : s;
+};
 
 /** Compares the environment of the engine's opencode serve with the bare side's, as the kernel holds them. */
 export function compareEnv(engine: Record<string, string>, bare: Record<string, string>): EnvComparison {
   const same: string[] = [];
   const perInstance: Record<string, string> = {};
   const unexpected: EnvComparison["unexpected"] = {};
+  const plugin = engineOnlyPlugin(engine.OPENCODE_CONFIG_CONTENT, bare.OPENCODE_CONFIG_CONTENT);
   for (const k of [...new Set([...Object.keys(engine), ...Object.keys(bare)])].sort()) {
     if (engine[k] === bare[k]) same.push(k);
     else if (PER_INSTANCE[k] && (!["SHELL", "PWD"].includes(k) || engine[k] !== undefined)) perInstance[k] = PER_INSTANCE[k]!;
+    else if (EGRESS[k] && bare[k] === undefined) perInstance[k] = EGRESS[k]!;
+    else if (plugin && k === "OPENCODE_CONFIG_CONTENT") perInstance[k] = `the same config but for the engine's one plugin (${plugin}): ${PLUGIN_WHY}`;
+    else if (plugin && k === "OPENCODE_PURE" && engine[k] === undefined && bare[k] === "1")
+      perInstance[k] = "unset on the engine's side, which loads that one plugin (OPENCODE_PURE would skip it); set on the bare side, which loads none";
     else unexpected[k] = { engine: short(engine[k]), bare: short(bare[k]) };
   }
   const pick = (env: Record<string, string>) => Object.fromEntries(Object.keys(OFFLINE_ENV).map((k) => [k, env[k] ?? null]));
