@@ -22,6 +22,7 @@ import { killGroup, runCommand as runProcess } from "../process";
 import { hashRegular } from "../workspace";
 import { discard } from "./folders";
 import {
+  type CheckGoals,
   type ConfigSnapshot,
   checkGoals,
   configSnapshot,
@@ -277,20 +278,24 @@ export async function runChecks(
   let config: ConfigSnapshot | null = null;
   let planted: { by: string; what: string[] } | null = null;
   let ranCommand = false;
-  /** Each command check's make goals and what its makes build (checkGoals), by the check's index. */
-  let goals: (ReturnType<typeof checkGoals> | null)[] = [];
+  /** Each command check's make goals, what its makes build and what its line writes besides (checkGoals), by the check's index. */
+  let goals: (CheckGoals | null)[] = [];
   if (checks.some((c) => "run" in c)) {
     try {
       config = configSnapshot(root, realCwd, heldDirs, heldModules, heldImports);
       const sub = path.relative(realRoot, realCwd).split(path.sep).join("/");
-      goals = checks.map((c) => ("run" in c ? checkGoals(realRoot, sub, c.run) : null));
+      // The checks' PATH, and where a worker's `cc` could be put on it: the checkout, and where the checks see it.
+      const pathEnv = allowListedEnv({}).PATH ?? "";
+      const roots = sandbox?.mountAs ? [sandbox.mountAs.root] : [];
+      goals = checks.map((c) => ("run" in c ? checkGoals(realRoot, sub, c.run, pathEnv, roots) : null));
     } catch (err) {
       return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${(err as Error).message}` }));
     }
   }
   // A goal's namesake is watched only where the checkout as committed has nothing of that name (one it holds is the
   // commit's own, which the rules of check configuration read).
-  const absentAtStart = new Set(goals.flatMap((g) => g?.goals ?? []).flatMap((g) => (namesakeStamp(path.join(realRoot, g.path)) === ABSENT ? [g.path] : [])));
+  const watchedOf = (g: CheckGoals | null) => (g ? [...g.goals, ...g.intermediates] : []);
+  const absentAtStart = new Set(goals.flatMap(watchedOf).flatMap((g) => (namesakeStamp(path.join(realRoot, g.path)) === ABSENT ? [g.path] : [])));
   for (const [i, check] of checks.entries()) {
     const name = checkName(check, i);
     if (planted) {
@@ -311,11 +316,12 @@ export async function runChecks(
     // other code) is read by a later check's tools at startup, where no scan of the checkout sees it.
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
-    // The namesakes of the later checks' goals, as they are before this check runs.
+    // The namesakes of the later checks' goals and of the prerequisites they reach that a rule builds, as they are
+    // before this check runs.
     const namesakes = new Map<string, { g: GoalNamesake; by: string; before: string }>();
     for (const [j, later] of goals.entries())
       if (j > i && later)
-        for (const g of later.goals)
+        for (const g of watchedOf(later))
           if (absentAtStart.has(g.path) && !namesakes.has(g.path))
             namesakes.set(g.path, { g, by: checkName(checks[j]!, j), before: namesakeStamp(path.join(realRoot, g.path)) });
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
@@ -328,10 +334,11 @@ export async function runChecks(
       try {
         const after = configSnapshot(root, realCwd, heldDirs, heldModules, heldImports);
         what = [...plantedConfig(config, after, root), ...(await plantedModules(config, after))];
-        // A file or folder named like a later check's make goal that this check wrote, and its own makes do not build.
+        // A file or folder named like a later check's make goal (or a prerequisite it reaches) that this check wrote,
+        // and that is not this check's own build (ownBuild).
         for (const [p, { g, by, before }] of namesakes) {
           const now = namesakeStamp(path.join(realRoot, p));
-          if (now === before || now === ABSENT || goals[i]?.made.has(p)) continue;
+          if (now === before || now === ABSENT || ownBuild(goals[i], p, check.expectExit ?? 0)) continue;
           what.push(`${p} ${before === ABSENT ? "written" : "changed"} — ${goalNamesakeWhy(g, by)}`);
         }
       } catch (err) {
@@ -660,6 +667,20 @@ const lstatOrNull = (p: string) => {
 };
 
 const ABSENT = "absent";
+
+/**
+ * Whether a namesake a check wrote is its own build, not planted: what its own makes build (their goals and the
+ * prerequisites they reach), where its line runs nothing but makes, trusted compilers and quiet builtins (a worker's
+ * program beside them, `make test; python3 gen.py`, may have written it: what it wrote cannot be told from make's); or a
+ * trusted compiler's `-o` output that its line names (`cc -o src/test src/test.c`, the person's own command), where that
+ * compiler surely wrote it when the check passed: its commands joined by `&&` alone and its exit expected 0 (every one
+ * ran and succeeded), or nothing but the compilers and quiet builtins run (no make, whose recipes run the worker's code).
+ */
+function ownBuild(own: CheckGoals | null | undefined, p: string, expectExit: number): boolean {
+  if (!own) return false;
+  if (own.others === null && own.made.has(p)) return true;
+  return own.compiled.has(p) && ((own.andOnly && expectExit === 0) || (own.others === null && !own.makes));
+}
 
 /**
  * What is at a goal's namesake now, as make would find it: nothing (ABSENT: nothing there, or a symlink whose target is
