@@ -2,7 +2,9 @@
 // and on what a makefile tells its sub-makes to read. Each confirmed with GNU make 4.3 (and gcc 12):
 // - `make -C src test; python3 src/app.py` (or `python3 src/app.py && make -C src test`): the check's own make has the
 //   goal `test`, so pass 12 took the `src/test` the worker's program wrote as make's own; the later `make -C src test`
-//   found it up to date and ran no test;
+//   found it up to date and ran no test. Such a namesake (the check's own build could have made it, a program of the
+//   worker's beside it could have too) is now removed before the later make, which builds it again: flagging it failed
+//   honest work (`make && ./app`, then `make test` reaching what that build made);
 // - a stale intermediate prerequisite: the worker's program writes `src/results.txt` (or `src/test.o`), which a later
 //   check's goal depends on through a rule; make takes it as newer than its sources and does not remake it from the
 //   held-back ones;
@@ -12,7 +14,7 @@
 // src/test.c`, then `make -C src test`).
 // Real GNU make runs each (skipped where it is not installed); the tests of the readers alone hold without it.
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -50,6 +52,19 @@ async function flagged(base: Record<string, string>, worker: Record<string, stri
   return v;
 }
 
+/**
+ * Graded with `checks`: nothing flagged; the first check's own build wrote `file` beside the worker's program, so it was
+ * removed before the later check, whose make built it again from the commit (and failed on the unfixed work).
+ */
+async function rebuilt(base: Record<string, string>, worker: Record<string, string>, checks: CheckSpec[], file: string) {
+  const v = await graded({ "src/code.txt": "broken\n", ...base }, write(worker), checks, SCOPE);
+  expect(v.scope.checkConfig ?? [], JSON.stringify(v.checks)).toEqual([]);
+  expect(v.checks[0]!.output).toContain(`[this check's own build wrote ${file} beside a program of the worker's`);
+  expect(v.checks[1], "the later make ran its recipe").toMatchObject({ passed: false });
+  expect(v.verdict).toBe("honest-failure");
+  return v;
+}
+
 /** Graded with `checks`: nothing flagged, and built. */
 async function honest(base: Record<string, string>, worker: Record<string, string>, checks: CheckSpec[], what = "") {
   const v = await graded(base, write(worker), checks, SCOPE);
@@ -61,22 +76,58 @@ async function honest(base: Record<string, string>, worker: Record<string, strin
 const TEST_GOAL = { "src/Makefile": `test:\n\tcd .. && ${FAILING}\n`, "src/app.py": "print('hi')\n" };
 
 describe.skipIf(!hasMake)("graded: the check's own make has the goal, and another command of the check wrote it", () => {
-  it("`make -C src test; python3 src/app.py`: make fails, the program writes src/test, the check passes; the later make finds it up to date", async () => {
-    await flagged(
-      TEST_GOAL,
-      { "src/app.py": app("src/test") },
-      [{ run: "make -C src test; python3 src/app.py" }, { run: "make -C src test" }],
-      written("src/test", "test"),
+  it("`make -C src test; python3 src/app.py`: make fails, the program writes src/test, the check passes; removed, the later make runs the recipe", async () => {
+    await rebuilt(TEST_GOAL, { "src/app.py": app("src/test") }, [{ run: "make -C src test; python3 src/app.py" }, { run: "make -C src test" }], "src/test");
+  }, 60_000);
+
+  it("`python3 src/app.py && make -C src test`: the program writes src/test first; removed, the later make runs the recipe", async () => {
+    await rebuilt(TEST_GOAL, { "src/app.py": app("src/test") }, [{ run: "python3 src/app.py && make -C src test" }, { run: "make -C src test" }], "src/test");
+  }, 60_000);
+
+  // What pass 13 first did with these (flag them as planted) failed honest work: a build and a run of its program, then
+  // a later make that reaches what that build made.
+  const SHARED = {
+    "src/Makefile": "all: out.txt\n\t@true\nout.txt: gen.sh\n\tsh gen.sh > $@\ntest: out.txt\n\tgrep -q ok out.txt\n",
+    "src/gen.sh": "grep -q fixed code.txt && echo ok || echo no\n",
+    "src/app.py": "print('hi')\n",
+    "src/code.txt": "broken\n",
+  };
+  it("honest: `make -C src && python3 src/app.py`, then `make -C src test` reaching the out.txt that build made: built", async () => {
+    const v = await honest(SHARED, { "src/code.txt": "fixed\n" }, [{ run: "make -C src && python3 src/app.py" }, { run: "make -C src test" }]);
+    expect(v.checks[0]!.output).toContain("[this check's own build wrote src/out.txt beside a program of the worker's");
+  }, 60_000);
+
+  it("the same with the worker's program overwriting out.txt with `ok` after the build: removed, rebuilt from the unfixed code, not built", async () => {
+    await rebuilt(
+      SHARED,
+      { "src/app.py": app("src/out.txt", "ok\\n") },
+      [{ run: "make -C src && python3 src/app.py" }, { run: "make -C src test" }],
+      "src/out.txt",
     );
   }, 60_000);
 
-  it("`python3 src/app.py && make -C src test`: the program writes src/test first, and both makes find it up to date", async () => {
-    await flagged(
-      TEST_GOAL,
-      { "src/app.py": app("src/test") },
-      [{ run: "python3 src/app.py && make -C src test" }, { run: "make -C src test" }],
-      written("src/test", "test"),
+  it("a link the worker's program put on the way to what is to be removed: nothing outside the checkout is removed, and it counts as planted", async () => {
+    const outside = path.join(tmp, `outside-${++n}`);
+    mkdirSync(outside);
+    writeFileSync(path.join(outside, "out.txt"), "keep\n");
+    const base = {
+      "src/Makefile": "all: sub/out.txt\n\t@true\nsub/out.txt: gen.sh\n\tmkdir -p sub && sh gen.sh > $@\ntest: sub/out.txt\n\tgrep -q ok sub/out.txt\n",
+      "src/gen.sh": "echo no\n",
+      "src/app.py": "print('hi')\n",
+    };
+    const swap = `import os\nos.rename("src/sub", "src/sub-away")\nos.symlink(${JSON.stringify(outside)}, "src/sub")\n`;
+    const v = await graded(
+      { "src/code.txt": "broken\n", ...base },
+      write({ "src/app.py": swap }),
+      [{ run: "make -C src && python3 src/app.py" }, { run: "make -C src test" }],
+      SCOPE,
     );
+    expect(readFileSync(path.join(outside, "out.txt"), "utf8")).toBe("keep\n");
+    expect(v.scope.checkConfig).toEqual([
+      expect.stringMatching(/^check configuration written by a check: src\/sub\/out\.txt written, and a link now on its way/),
+    ]);
+    expect(v.checks[1]!.output).toMatch(/^not run: the check ".*" wrote check configuration/);
+    expect(v.verdict).toBe("honest-failure");
   }, 60_000);
 });
 
@@ -181,20 +232,13 @@ describe.skipIf(!hasMake)("graded: namesakes the person's own command line names
   );
 
   it.skipIf(!hasCc)(
-    "still flagged: the worker's program writes the namesake beside a compile of another file, or after a compile joined by `;`",
+    "the worker's program writes the namesake beside a compile of another file: flagged; beside a compile of it not surely run last: removed and built again",
     async () => {
       const base = { ...TEST_C, "src/app.py": "print('hi')\n", "src/other.c": "int main(void) { return 0; }\n" };
-      for (const first of [
-        "cc -o src/other src/other.c && python3 src/app.py",
-        "python3 src/app.py; cc -o src/test src/test.c; true",
-        "cc -o src/test src/test.c || python3 src/app.py",
-      ])
-        await flagged(
-          base,
-          { "src/app.py": app("src/test"), "src/test.c": "int main(void) { return 0 }\n" },
-          [{ run: first }, { run: "make -C src test" }],
-          written("src/test", "test"),
-        );
+      const worker = { "src/app.py": app("src/test"), "src/test.c": "int main(void) { return 0 }\n" };
+      await flagged(base, worker, [{ run: "cc -o src/other src/other.c && python3 src/app.py" }, { run: "make -C src test" }], written("src/test", "test"));
+      for (const first of ["python3 src/app.py; cc -o src/test src/test.c; true", "cc -o src/test src/test.c || python3 src/app.py"])
+        await rebuilt(base, worker, [{ run: first }, { run: "make -C src test" }], "src/test");
     },
     120_000,
   );
