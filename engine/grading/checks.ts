@@ -22,6 +22,7 @@ import { killGroup, runCommand as runProcess } from "../process";
 import { hashRegular } from "../workspace";
 import { discard } from "./folders";
 import {
+  type CheckGoals,
   type ConfigSnapshot,
   checkGoals,
   configSnapshot,
@@ -277,22 +278,37 @@ export async function runChecks(
   let config: ConfigSnapshot | null = null;
   let planted: { by: string; what: string[] } | null = null;
   let ranCommand = false;
-  /** Each command check's make goals and what its makes build (checkGoals), by the check's index. */
-  let goals: (ReturnType<typeof checkGoals> | null)[] = [];
+  /** Each command check's make goals, what its makes build and what its line writes besides (checkGoals), by the check's index. */
+  let goals: (CheckGoals | null)[] = [];
   if (checks.some((c) => "run" in c)) {
     try {
       config = configSnapshot(root, realCwd, heldDirs, heldModules, heldImports);
       const sub = path.relative(realRoot, realCwd).split(path.sep).join("/");
-      goals = checks.map((c) => ("run" in c ? checkGoals(realRoot, sub, c.run) : null));
+      // The checks' PATH, and where a worker's `cc` could be put on it: the checkout, and where the checks see it.
+      const pathEnv = allowListedEnv({}).PATH ?? "";
+      const roots = sandbox?.mountAs ? [sandbox.mountAs.root] : [];
+      goals = checks.map((c) => ("run" in c ? checkGoals(realRoot, sub, c.run, pathEnv, roots) : null));
     } catch (err) {
       return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${(err as Error).message}` }));
     }
   }
   // A goal's namesake is watched only where the checkout as committed has nothing of that name (one it holds is the
   // commit's own, which the rules of check configuration read).
-  const absentAtStart = new Set(goals.flatMap((g) => g?.goals ?? []).flatMap((g) => (namesakeStamp(path.join(realRoot, g.path)) === ABSENT ? [g.path] : [])));
+  const watchedOf = (g: CheckGoals | null) => (g ? [...g.goals, ...g.intermediates] : []);
+  const absentAtStart = new Set(goals.flatMap(watchedOf).flatMap((g) => (namesakeStamp(path.join(realRoot, g.path)) === ABSENT ? [g.path] : [])));
+  /**
+   * What an earlier check's own build wrote beside a program of the worker's (namesakeOrigin "rebuild"), removed just
+   * before the later check whose make reaches it (by its index), so that make builds it again from the commit.
+   */
+  const rebuildBefore = new Map<number, { p: string; writer: string }[]>();
   for (const [i, check] of checks.entries()) {
     const name = checkName(check, i);
+    if (!planted)
+      for (const { p, writer } of rebuildBefore.get(i) ?? [])
+        if (!removeForRebuild(realRoot, p)) {
+          planted = { by: writer, what: [`${p} written, and a link now on its way: it cannot be removed for a later make to build it again`] };
+          watch.planted?.push(...planted.what);
+        }
     if (planted) {
       results.push({ name, passed: false, output: `not run: the check "${planted.by}" wrote check configuration (${planted.what.join("; ")})` });
       continue;
@@ -311,13 +327,14 @@ export async function runChecks(
     // other code) is read by a later check's tools at startup, where no scan of the checkout sees it.
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
-    // The namesakes of the later checks' goals, as they are before this check runs.
-    const namesakes = new Map<string, { g: GoalNamesake; by: string; before: string }>();
+    // The namesakes of the later checks' goals and of the prerequisites they reach that a rule builds, as they are
+    // before this check runs.
+    const namesakes = new Map<string, { g: GoalNamesake; j: number; by: string; before: string }>();
     for (const [j, later] of goals.entries())
       if (j > i && later)
-        for (const g of later.goals)
+        for (const g of watchedOf(later))
           if (absentAtStart.has(g.path) && !namesakes.has(g.path))
-            namesakes.set(g.path, { g, by: checkName(checks[j]!, j), before: namesakeStamp(path.join(realRoot, g.path)) });
+            namesakes.set(g.path, { g, j, by: checkName(checks[j]!, j), before: namesakeStamp(path.join(realRoot, g.path)) });
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
     let result = changed.length
@@ -325,18 +342,30 @@ export async function runChecks(
       : r;
     if (config) {
       let what: string[];
+      const rebuilt: string[] = [];
       try {
         const after = configSnapshot(root, realCwd, heldDirs, heldModules, heldImports);
         what = [...plantedConfig(config, after, root), ...(await plantedModules(config, after))];
-        // A file or folder named like a later check's make goal that this check wrote, and its own makes do not build.
-        for (const [p, { g, by, before }] of namesakes) {
+        // A file or folder named like a later check's make goal (or a prerequisite it reaches) that this check wrote:
+        // its own build, built again by the later make, or planted (namesakeOrigin).
+        for (const [p, { g, j, by, before }] of namesakes) {
           const now = namesakeStamp(path.join(realRoot, p));
-          if (now === before || now === ABSENT || goals[i]?.made.has(p)) continue;
-          what.push(`${p} ${before === ABSENT ? "written" : "changed"} — ${goalNamesakeWhy(g, by)}`);
+          if (now === before || now === ABSENT) continue;
+          const origin = namesakeOrigin(goals[i], p, check.expectExit ?? 0);
+          if (origin === "own") continue;
+          if (origin === "rebuild") {
+            rebuildBefore.set(j, [...(rebuildBefore.get(j) ?? []), { p, writer: name }]);
+            rebuilt.push(p);
+          } else what.push(`${p} ${before === ABSENT ? "written" : "changed"} — ${goalNamesakeWhy(g, by)}`);
         }
       } catch (err) {
         what = [(err as Error).message];
       }
+      if (rebuilt.length && !what.length)
+        result = {
+          ...result,
+          output: `${result.output}\n[this check's own build wrote ${rebuilt.join(", ")} beside a program of the worker's, which could have written ${rebuilt.length === 1 ? "it" : "them"} too: removed before the later check whose make reaches ${rebuilt.length === 1 ? "it" : "them"}, which builds ${rebuilt.length === 1 ? "it" : "them"} again from the commit]`,
+        };
       if (what.length) {
         planted = { by: name, what };
         watch.planted?.push(...what);
@@ -660,6 +689,47 @@ const lstatOrNull = (p: string) => {
 };
 
 const ABSENT = "absent";
+
+/**
+ * Where a namesake a check wrote came from:
+ * - "own": the check's own build. What its own makes build (their goals and the prerequisites they reach), where its
+ *   line runs nothing but makes, trusted compilers and quiet builtins; or a trusted compiler's `-o` output that its line
+ *   names (`cc -o src/test src/test.c`, the person's own command), where that compiler surely wrote it when the check
+ *   passed: its commands joined by `&&` alone and its exit expected 0 (every one ran and succeeded), or nothing but the
+ *   compilers and quiet builtins run (no make, whose recipes run the worker's code).
+ * - "rebuild": its own build could have written it, but a program of the worker's ran beside it and could have too
+ *   (`make test; python3 gen.py`, `make && ./app`): what is there cannot be told from make's, so it is removed before
+ *   the later check whose make reaches it, which builds it again from the commit. An honest build loses only the time
+ *   to build it again; a planted one is never used. (Flagging it failed honest work: `make && ./app`, then `make test`
+ *   sharing app's `.o` files.)
+ * - "planted": nothing of the check's own builds it, so a program of the worker's wrote it (pass 12).
+ */
+function namesakeOrigin(own: CheckGoals | null | undefined, p: string, expectExit: number): "own" | "rebuild" | "planted" {
+  if (!own || !(own.made.has(p) || own.compiled.has(p))) return "planted";
+  if (own.others === null && own.made.has(p)) return "own";
+  if (own.compiled.has(p) && ((own.andOnly && expectExit === 0) || (own.others === null && !own.makes))) return "own";
+  return "rebuild";
+}
+
+/**
+ * Removes what a check wrote at `rel` (from the checkout's real root `realRoot`), for a later make to build it again:
+ * only where the folder it is in is that folder of the checkout, with no link on the way (the check's processes are
+ * gone by now, so nothing swaps one in after this look). False where a link is on the way: not removed.
+ */
+function removeForRebuild(realRoot: string, rel: string): boolean {
+  const at = path.join(realRoot, rel);
+  const folder = path.dirname(at);
+  if (folder !== realRoot && !folder.startsWith(realRoot + path.sep)) return false;
+  let real: string;
+  try {
+    real = realpathSync(folder);
+  } catch {
+    return true; // its folder is gone, and it with it
+  }
+  if (real !== folder) return false;
+  rmSync(at, { force: true, recursive: true });
+  return true;
+}
 
 /**
  * What is at a goal's namesake now, as make would find it: nothing (ABSENT: nothing there, or a symlink whose target is

@@ -15,7 +15,8 @@
 // recipes of the npm, yarn, pnpm or make it runs (read as if the check had named them).
 // make's MAKEFLAGS, GNUMAKEFLAGS and MAKEFILES are read where the make's environment or command line sets them
 // (`MAKEFILES=x.env make`, `make MAKEFLAGS=-Iconf`, or an earlier `export MAKEFLAGS=-Iconf;` of the line or script,
-// exported or not) and passed on to the sub-makes of its recipes.
+// exported or not) and passed on to the sub-makes of its recipes, with those its makefiles set (make passes MAKEFLAGS on,
+// and exports MAKEFILES once a makefile sets it: `MAKEFILES = src/x.rules`, `MAKEFLAGS += -I$(D)`).
 // A variable an earlier command of the same line or script set to a plain value (`S=scripts/test.sh; bash "$S"`,
 // `export D=ci && sh $D/run.sh`) is read as that value; `eval '…'`, `su -c '…'` and `flock FILE [-c] …` as the command
 // they run. So are the command `xargs` runs (`xargs -0 -n1 bash x`; the arguments it appends and the words holding its
@@ -753,6 +754,163 @@ export function makeGoalRuns(commands: string[], sub: string, checkout: string):
   return readCommands(commands, sub, checkout).runs;
 }
 
+/**
+ * What a check's command line (`line`, run in `sub`) writes by other programs than its makes, as far as a namesake of a
+ * make goal it writes can be told to be the person's own (checks.ts):
+ * - `compiled`: the files its trusted compilers' `-o` names (paths from the repository's root): `cc`, `gcc`, `g++`,
+ *   `c++`, `clang`, `clang++` (a version suffix too: `gcc-12`), `rustc`, `go build`, by a bare name that `trusted` finds
+ *   on the checks' PATH outside the worker's files. A compiler reads the worker's sources, and runs none of them. None
+ *   where the line may change what such a name runs (a file sourced, `eval`, `alias`, `hash`, `enable`, a function
+ *   defined, PATH set), and none whose folder cannot be told (a `cd` to anything but a plain folder, a `cd` beside a
+ *   subshell's parentheses).
+ * - `others`: the first program it runs besides make, those compilers and the builtins of QUIET (a worker's program, a
+ *   script, a program run through a variable or a wrapper's command line, a command substitution), or null: what that
+ *   one writes cannot be told from what make or a compiler wrote.
+ * - `andOnly`: its commands are joined by `&&` alone (no `;`, `||`, `|`, `&`, newline, `!` or `trap`): when the check
+ *   passes, every one of them ran and succeeded, so each compiler wrote its output.
+ * - `makes`: it runs make itself (whose recipes run what they run).
+ */
+export function checkWriters(
+  line: string,
+  sub: string,
+  trusted: (compiler: string) => boolean,
+): { compiled: string[]; others: string | null; andOnly: boolean; makes: boolean } {
+  const shape = lineShape(line);
+  let others: string | null = shape.substitutes ? "a command substitution" : null;
+  let andOnly = shape.andOnly;
+  let makes = false;
+  // A function defined on the line (`cc() { …; }`, `function cc`): its name runs it.
+  let voided = /(^|[\s;&|(){}])(function\s+\S|[\w.:+-]+\s*\(\s*\))/.test(line);
+  const compiled: string[] = [];
+  let at: string | null = sub;
+  let sawCd = false;
+  const other = (what: string) => {
+    others ??= what;
+  };
+  for (const words of simpleCommands(line)) {
+    if (words[0] === "!" || words[0] === "trap") andOnly = false;
+    const lead = words.findIndex((w) => typeof w !== "string" || !RESERVED.has(w));
+    if (lead < 0) continue;
+    const set = assignedOnly(words.slice(lead));
+    if (set) {
+      if (set.some(([name]) => name === "PATH") || words.slice(lead).some((w) => w === null)) voided = true;
+      continue;
+    }
+    const start = commandStart(words);
+    if (!start || !("at" in start)) {
+      voided = true;
+      other(start ? "a command a wrapper runs from its string" : "a program named through an expansion");
+      continue;
+    }
+    const before = words.slice(0, start.at);
+    if (before.some((w) => w === null || /^PATH=/.test(w))) voided = true;
+    const prog = words[start.at];
+    if (typeof prog !== "string") {
+      other("a program named through an expansion");
+      continue;
+    }
+    const args = words.slice(start.at + 1);
+    if (prog === "cd" || prog === "pushd" || prog === "popd") {
+      sawCd = true;
+      const to = args[0];
+      at =
+        prog === "cd" && at !== null && typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN)
+          ? path.posix.normalize(path.posix.join(at || ".", to))
+          : null;
+      if (at === ".") at = "";
+      if (at?.startsWith("..")) at = null;
+      continue;
+    }
+    if (SHELL_CHANGERS.has(prog)) {
+      voided = true;
+      other(prog);
+      continue;
+    }
+    if (prog === "make" || prog === "gmake") {
+      makes = true;
+      continue;
+    }
+    if (QUIET.has(prog)) continue;
+    const kind = COMPILER.test(prog) ? "cc" : prog === "rustc" ? "rustc" : prog === "go" && args[0] === "build" ? "go" : null;
+    if (!kind || !trusted(prog)) {
+      other(prog);
+      continue;
+    }
+    for (let k = kind === "go" ? 1 : 0; k < args.length; k++) {
+      const w = args[k];
+      let out: string | null | undefined;
+      if (w === "-o") out = args[++k];
+      else if (typeof w === "string" && kind === "cc" && /^-o./.test(w)) out = w.slice(2);
+      else if (typeof w === "string" && kind === "go" && w.startsWith("-o=")) out = w.slice(3);
+      if (typeof out !== "string" || at === null || !out || out.startsWith("/") || out.startsWith("~") || out.includes(UNKNOWN)) continue;
+      const file = fromRun(at, out);
+      if (file) compiled.push(file);
+    }
+  }
+  return { compiled: voided || (sawCd && shape.parens) ? [] : [...new Set(compiled)], others, andOnly, makes };
+}
+
+/** The C-family compilers whose `-o` output checkWriters takes as the check's own (`gcc-12`, `clang++-15` too). */
+const COMPILER = /^(cc|c\+\+|gcc|g\+\+|clang|clang\+\+)(-\d+(\.\d+)*)?$/;
+/** Builtins and programs that run nothing of the worker's and write no file of their own (a redirection is the line's). */
+const QUIET = new Set([
+  "true",
+  "false",
+  ":",
+  "echo",
+  "printf",
+  "test",
+  "[",
+  "[[",
+  "]]",
+  "}",
+  "pwd",
+  "exit",
+  "set",
+  "mkdir",
+  "ls",
+  "sleep",
+  "wait",
+  "then",
+  "fi",
+  "done",
+  "esac",
+]);
+/** What changes what a later command's name runs: a sourced file, eval, an alias, the command hash, a builtin turned off. */
+const SHELL_CHANGERS = new Set([".", "source", "eval", "alias", "hash", "enable", "builtin", "command", "exec"]);
+
+/**
+ * A command line's shape outside its quotes: `andOnly`, its commands are joined by `&&` alone (a redirection's `>&`, `&>`
+ * is no separator); `substitutes`, it holds a command substitution (`$(…)`, backquotes, `<(…)`, `>(…)`), which runs a
+ * command the simple commands do not show; `parens`, it holds a parenthesis (a subshell, whose `cd` ends with it).
+ */
+function lineShape(line: string): { andOnly: boolean; substitutes: boolean; parens: boolean } {
+  let andOnly = true;
+  let substitutes = false;
+  let parens = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (c === "\\") i++;
+    else if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      i = end < 0 ? line.length : end;
+    } else if (c === '"') {
+      for (i++; i < line.length && line[i] !== '"'; i++) {
+        if (line[i] === "\\") i++;
+        else if (line[i] === "`" || (line[i] === "$" && line[i + 1] === "(")) substitutes = true;
+      }
+    } else if (c === "#" && (i === 0 || /\s/.test(line[i - 1]!))) {
+      while (i < line.length && line[i] !== "\n") i++;
+      i--;
+    } else if (c === "`" || (c === "$" && line[i + 1] === "(") || ((c === "<" || c === ">") && line[i + 1] === "(")) substitutes = true;
+    else if (c === "&" && line[i + 1] === "&") i++;
+    else if (c === "&" && (line[i - 1] === ">" || line[i - 1] === "<" || line[i + 1] === ">")) continue;
+    else if (c === ";" || c === "|" || c === "&" || c === "\n") andOnly = false;
+    else if (c === "(" || c === ")") parens = true;
+  }
+  return { andOnly, substitutes, parens };
+}
+
 /** The scripts the commands run (commandScripts) and the makes they run (makeRuns), in one reading. */
 function readCommands(commands: string[], sub: string, checkout?: string): { scripts: CommandScript[]; runs: MakeRun[] } {
   const found = new Map<string, CommandScript>();
@@ -859,7 +1017,9 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
         const make = options ? makeRecipes(options, checkout, work, fromMakeDir(options.dir, includeDirs), readFirst) : null;
         // The makefiles `-f` names are what the command runs, as a script is (a harness by its name, `-f ci/test.mk`).
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
-        if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1, undefined, passed);
+        // What its makefiles set of MAKEFLAGS, GNUMAKEFLAGS and MAKEFILES reaches its recipes' makes too.
+        const sets = make ? withMakeVars(passed, make.vars) : passed;
+        if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1, undefined, sets);
       }
     }
   };
@@ -1061,7 +1221,7 @@ function makeRecipes(
   work: { left: number },
   searched: string[],
   readFirst: string[] = [],
-): { dir: string; lines: string[]; makefiles: string[] } | null {
+): { dir: string; lines: string[]; makefiles: string[]; vars: [string, string][] } | null {
   let text: string | null = null;
   /** The makefiles read (an include of one of them is a loop). */
   const reading = new Set(makefiles);
@@ -1079,7 +1239,7 @@ function makeRecipes(
       if (text !== null) reading.add(path.posix.join(dir, name));
       break;
     }
-  if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
+  if (text === null) return makefiles.length ? { dir, lines: [], makefiles, vars: [] } : null;
   const budget = { files: MAX_INCLUDED };
   // MAKEFILES' files, read as an `-include` line of their names would read them (and their own include lines in turn).
   const firstText = readFirst.length ? withIncludes(`-include ${readFirst.join(" ")}`, checkout, [dir, ...searched], reading, budget) : "";
@@ -1093,6 +1253,8 @@ function makeRecipes(
   // MAKEFILES' files' lines, then the makefiles': only the makefiles' give the default goal.
   const firstLines = firstText ? split(firstText) : [];
   const all = [...firstLines, ...split(text)];
+  /** The makefiles' variables as set (`=`, `:=`, `+=`, `?=`; `!=` unknown), for the values of make's own (MAKE_VARS). */
+  const assigned = new Map<string, string | null>();
   for (let k = 0; k < all.length; k++) {
     const raw = all[k]!;
     const goal = k >= firstLines.length;
@@ -1101,6 +1263,19 @@ function makeRecipes(
       continue;
     }
     const line = raw.replace(/#.*$/, "");
+    // `X = 1`, `export MAKEFLAGS += -Isrc`, `override MAKEFILES := a`, and a target's own `test: MAKEFILES = a` (read as
+    // the makefile's: it reaches the sub-makes of that target's recipe).
+    const set =
+      /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line) ??
+      /^[^:=#\t]+:\s*(?:(?:override|export|private)\s+)*(MAKEFLAGS|GNUMAKEFLAGS|MAKEFILES)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
+    if (set && !/^\s*(-?include|sinclude)\b/.test(line)) {
+      const [, name, op, value] = set as unknown as [string, string, string, string];
+      const was = assigned.get(name);
+      if (assigned.size < MAX_MAKE_VARS || assigned.has(name))
+        assigned.set(name, op === "!=" ? null : op === "+=" ? (was === null ? null : `${was ?? ""} ${value}`) : op === "?=" && was !== undefined ? was : value);
+      current = [];
+      continue;
+    }
     // (The targets up to the colon, trimmed below: a lazy `[^:=]*?\s*` took quadratic time on a long line of spaces.)
     const m = /^([^:=#\t][^:=]*)::?\s*([^=].*)?$/.exec(line);
     if (!m || /^\s*(export|override|define|include|-include|sinclude|ifn?eq|ifn?def|else|endif)\b/.test(line)) {
@@ -1141,7 +1316,53 @@ function makeRecipes(
     }
   };
   for (const t of targets.length ? targets : first ? [first] : []) visit(t);
-  return { dir, lines, makefiles };
+  // make passes MAKEFLAGS and GNUMAKEFLAGS to its sub-makes, and exports MAKEFILES once a makefile sets it (GNU make 4.3):
+  // the values, expanded where they can be told (an unknown one passes nothing: withMakeVars leaves it out).
+  const vars: [string, string][] = [];
+  for (const name of ["GNUMAKEFLAGS", "MAKEFLAGS", "MAKEFILES"]) {
+    const v = assigned.get(name);
+    if (v === undefined) continue;
+    const value = v === null ? null : expandMakeVars(v, assigned, { left: MAX_MAKE_VAR_REFS });
+    vars.push([name, value ?? UNKNOWN]);
+  }
+  return { dir, lines, makefiles, vars };
+}
+
+/** At most this many variables of a make command's makefiles are kept (makeRecipes), and references expanded per value. */
+const MAX_MAKE_VARS = 4096;
+const MAX_MAKE_VAR_REFS = 4096;
+
+/**
+ * A makefile variable's value with its `$(NAME)` and `${NAME}` references expanded from `vars` (one not set: empty), `$$`
+ * as `$`; null where it holds anything else (a function, `$@`, a value `!=` set) or past `budget` references or 64 KiB.
+ */
+function expandMakeVars(value: string, vars: Map<string, string | null>, budget: { left: number }, depth = 0): string | null {
+  if (depth > 16) return null;
+  let out = "";
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i]!;
+    if (out.length > 64 * 1024) return null;
+    if (c !== "$") {
+      out += c;
+      continue;
+    }
+    if (value[i + 1] === "$") {
+      out += "$";
+      i++;
+      continue;
+    }
+    const m = /^\$(?:\(([\w.-]+)\)|\{([\w.-]+)\})/.exec(value.slice(i, i + 260));
+    if (!m || --budget.left < 0) return null;
+    const v = vars.get(m[1] ?? m[2]!);
+    if (v === null) return null;
+    if (v !== undefined) {
+      const e = expandMakeVars(v, vars, budget, depth + 1);
+      if (e === null) return null;
+      out += e;
+    }
+    i += m[0].length - 1;
+  }
+  return out;
 }
 
 /**

@@ -97,6 +97,14 @@ export interface MakeFacts {
   read: boolean;
   goals: { path: string; goal: string; makefile: string | null }[];
   made: string[];
+  /**
+   * (The same runs.) Where a file makes make skip remaking a prerequisite its goals reach that a rule builds: one of an
+   * explicit rule with a recipe, one a pattern rule's target matches (that rule with a recipe), or an object file (make's
+   * built-in `%.o: %.c`); not `.PHONY`, nor a leaf no rule builds (a source, or what the checks' own programs write). A
+   * file there newer than its sources is used as it is (`test: test.o` links a stale `test.o`, not one compiled from the
+   * held-back test.c).
+   */
+  intermediates: { path: string; target: string; makefile: string | null }[];
 }
 
 /**
@@ -190,7 +198,7 @@ export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): Make
 export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFacts {
   const out: MakeInclude[] = [];
   const included = new MakeIncludes();
-  const facts: MakeFacts = { includes: out, included, readFirst: [], targets: [], inputs: [], vpath: [], read: false, goals: [], made: [] };
+  const facts: MakeFacts = { includes: out, included, readFirst: [], targets: [], inputs: [], vpath: [], read: false, goals: [], made: [], intermediates: [] };
   const seen = new Set<string>();
   for (const given of runs) {
     const run = typeof given === "string" ? { dir: given } : given;
@@ -384,6 +392,15 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
       // Each name reached is looked for in each VPATH folder too: within the same bound.
       included.spend(reached.size * folders.length);
       for (const t of reached) if (!t.includes("%")) facts.made.push(...at(t));
+      // Of those, the prerequisites a rule builds (MakeFacts.intermediates), each pattern rule's target asked within the bound.
+      const built = new Set(rules.filter((r) => r.recipe.length).flatMap((r) => r.targets.filter((t) => !t.includes("%"))));
+      const patterns = rules.filter((r) => r.recipe.length).flatMap((r) => r.targets.filter((t) => t.includes("%") && !/^\.[A-Z_]/.test(t)));
+      for (const t of reached) {
+        if (goals.includes(t) || t.includes("%") || /^\.[A-Z_]/.test(t) || phony.has(t)) continue;
+        included.spend(patterns.length);
+        if (built.has(t) || /\.o$/.test(t) || patterns.some((p) => matchesPattern(p, t)))
+          for (const p of at(t)) facts.intermediates.push({ path: p, target: t, makefile: first[0] ?? null });
+      }
     }
     for (const { name, makefile } of reads)
       for (const p of at(name))

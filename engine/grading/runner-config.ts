@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
-import { type CommandScript, commandScripts, makeGoalRuns, makeRuns, simpleCommands } from "./command-scripts";
+import { type CommandScript, checkWriters, commandScripts, makeGoalRuns, makeRuns, simpleCommands } from "./command-scripts";
 import { MAX_READ_BYTES, readInside } from "./files";
 import { foldPath, hashRegular, readRegular } from "../workspace";
 import { fromRun, isMakefileName, type MakeFacts, type MakeRun, MakeTooLarge, makeFacts, plainDependencies, remadeFrom } from "./make-includes";
@@ -582,22 +582,72 @@ export interface GoalNamesake {
   makefile: string | null;
   /** The makefiles were past the engine's bounds: whether the goal is declared `.PHONY` could not be told. */
   unsure?: boolean;
+  /** Not a goal but a prerequisite a goal reaches that a rule builds (MakeFacts.intermediates): `goal` is that target. */
+  prerequisite?: boolean;
+}
+
+/** What a check's command makes of make's goals and what it writes besides (checkGoals). */
+export interface CheckGoals {
+  goals: GoalNamesake[];
+  made: Set<string>;
+  /** Where a file makes its makes skip remaking a prerequisite of their goals (MakeFacts.intermediates). */
+  intermediates: GoalNamesake[];
+  /** The `-o` outputs of the trusted compilers its line runs (checkWriters). */
+  compiled: Set<string>;
+  /** The first program it runs besides make, those compilers and quiet builtins, or null (checkWriters). */
+  others: string | null;
+  /** Its commands are joined by `&&` alone (checkWriters). */
+  andOnly: boolean;
+  /** It runs make itself. */
+  makes: boolean;
+}
+
+/** At most this many intermediates are watched for one check's makes; past them the checks are not run (too large). */
+const MAX_INTERMEDIATES = 20_000;
+
+/**
+ * Whether a compiler's bare name runs the system's: found on `pathEnv` (the checks' PATH, absolute folders only:
+ * allowListedEnv) and no folder of it inside `roots` (the checkout, and where it is mounted for the checks: a worker's
+ * program could write a `cc` there before the compiler runs).
+ */
+export function systemCompiler(name: string, pathEnv: string, roots: string[]): boolean {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  const inside = roots.map(real);
+  const dirs = pathEnv.split(":").filter((d) => path.isAbsolute(d));
+  if (dirs.some((d) => inside.some((r) => real(d) === r || real(d).startsWith(r + path.sep)))) return false;
+  return dirs.some((d) => existsSync(path.join(d, name)));
 }
 
 /**
  * What a check's command (run in `sub`, from the repository's root `checkout`) makes of make's goals, its makefiles read
  * as they are now: `goals`, where a file or folder makes a goal of one of its makes up to date (each goal its command
  * line names, or its default goal, not `.PHONY`, in make's folder and its VPATH folders: makeFacts); `made`, what its
- * makes build by their own rules (their goals and the prerequisites those reach). Past the engine's bounds on what make
- * reads (a makefile of tens of thousands of rules), the goals its makes' command lines name, in their own folders, taken
- * as not `.PHONY` (`unsure`), and those alone as made.
+ * makes build by their own rules (their goals and the prerequisites those reach); `intermediates`, those prerequisites a
+ * rule builds (a file there is used as it is). Past the engine's bounds on what make reads (a makefile of tens of
+ * thousands of rules), the goals its makes' command lines name, in their own folders, taken as not `.PHONY` (`unsure`),
+ * and those alone as made. With what its line writes besides its makes (checkWriters: `compiled`, `others`, `andOnly`),
+ * its compilers found on `pathEnv` (the checks' PATH) outside `roots` (the checkout, and where the checks see it).
+ * Throws past MAX_INTERMEDIATES intermediates: too many files to watch.
  */
-export function checkGoals(checkout: string, sub: string, command: string): { goals: GoalNamesake[]; made: Set<string> } {
+export function checkGoals(checkout: string, sub: string, command: string, pathEnv: string = allowListedEnv({}).PATH ?? "", roots: string[] = []): CheckGoals {
+  const writers = checkWriters(command, sub, (name) => systemCompiler(name, pathEnv, [checkout, ...roots]));
+  const besides = { compiled: new Set(writers.compiled), others: writers.others, andOnly: writers.andOnly, makes: writers.makes };
   const runs = makeGoalRuns([command], sub, checkout);
-  if (!runs.length) return { goals: [], made: new Set() };
+  if (!runs.length) return { goals: [], made: new Set(), intermediates: [], ...besides };
   try {
     const facts = makeFacts(checkout, runs);
-    return { goals: facts.goals, made: new Set(facts.made) };
+    if (facts.intermediates.length > MAX_INTERMEDIATES)
+      throw new Error(
+        `the makes of the check "${command.length > 80 ? `${command.slice(0, 80)}…` : command}" reach over ${MAX_INTERMEDIATES} prerequisites a rule builds: too many files to watch for a namesake a check's run writes`,
+      );
+    const intermediates = facts.intermediates.map((i) => ({ path: i.path, goal: i.target, makefile: i.makefile, prerequisite: true }));
+    return { goals: facts.goals, made: new Set(facts.made), intermediates, ...besides };
   } catch (err) {
     if (!(err instanceof MakeTooLarge)) throw err;
     const goals = runs.flatMap((r) =>
@@ -606,13 +656,15 @@ export function checkGoals(checkout: string, sub: string, command: string): { go
         return p === null || goal.startsWith("/") ? [] : [{ path: p, goal, makefile: null, unsure: true }];
       }),
     );
-    return { goals, made: new Set(goals.map((g) => g.path)) };
+    return { goals, made: new Set(goals.map((g) => g.path)), intermediates: [], ...besides };
   }
 }
 
-/** Why a goal's namesake a check wrote counts, for the later check `by` whose make has that goal. */
+/** Why a goal's namesake (or an intermediate's) a check wrote counts, for the later check `by` whose make has that goal. */
 export function goalNamesakeWhy(g: GoalNamesake, by: string): string {
   const make = `a goal of the make of the later check "${by}"${g.makefile ? ` (${g.makefile})` : ""}`;
+  if (g.prerequisite)
+    return `a prerequisite make builds by a rule for \`${g.goal}\`, reached from ${make}: with a file or folder of that name there, newer than its sources, make takes it as up to date and it is not remade from them`;
   return g.unsure
     ? `named like \`${g.goal}\`, ${make}, whose makefiles are too large to tell whether it is declared .PHONY: with a file or folder of that name make takes a goal not declared so as up to date and runs none of its recipe`
     : `named like \`${g.goal}\`, ${make}, which is not declared .PHONY: with a file or folder of that name make takes the goal as up to date and runs none of its recipe`;
