@@ -24,7 +24,8 @@ function executed(run: string[], image: string, entrypoint: string[]): string[] 
 /** vLLM's own parsing of those words: `vllm serve MODEL …` takes the positional model; api_server only `--model`. */
 function servedModel(argv: string[]): string | null {
   if (argv[0] === "vllm" && argv[1] === "serve") return argv[2] && !argv[2].startsWith("-") ? argv[2] : (argv[argv.indexOf("--model") + 1] ?? null);
-  if (argv.join(" ").startsWith("python3 -m vllm.entrypoints.openai.api_server")) return argv.includes("--model") ? argv[argv.indexOf("--model") + 1]! : "Qwen/Qwen3-0.6B";
+  if (argv.join(" ").startsWith("python3 -m vllm.entrypoints.openai.api_server"))
+    return argv.includes("--model") ? argv[argv.indexOf("--model") + 1]! : "Qwen/Qwen3-0.6B";
   return null;
 }
 
