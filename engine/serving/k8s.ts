@@ -355,7 +355,6 @@ export function serverArgs(plan: K8sPlan): { command: string[]; args: string[] }
     "--tool-call-parser",
     plan.toolCallParser,
     ...(plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []),
-    "--enable-metrics",
   ];
   // SGLang reads a key only from --api-key or a --config file: the key goes from the environment into a private file
   // (printf is a shell builtin: the key is in no process's argv), then SGLang replaces the shell.

@@ -79,6 +79,10 @@ describe("vLLM / SGLang: tensor × data parallel", () => {
     ]);
     expect(w.args).not.toContain("--api-key");
     expect(flag(p.command, "--reasoning-parser")).toBe(p.model.startsWith("gpt-oss") ? "gpt-oss" : "qwen3");
+    // admission reads SGLang's Prometheus /metrics (sglang:num_running_reqs …, engine/admission/capacity.ts), which
+    // SGLang serves only with --enable-metrics (python/sglang/srt/entrypoints/http_server.py adds the route then; docs
+    // "Production Metrics"); without it /metrics is a 404 and a local SGLang target reports no load
+    expect(w.args).toContain("--enable-metrics");
   });
   it("fewer GPUs than the machine has: the others are hidden (CUDA_VISIBLE_DEVICES), one engine per slot at most", async () => {
     const p = (await plan(machine(8, "NVIDIA H200", 143771), 2)).pick!;

@@ -68,6 +68,8 @@ export function buildSglangArgs(p: SglangPlan): { cmd: string; args: string[] } 
   if ((p.tensorParallel ?? 1) > 1) a.push("--tp-size", String(p.tensorParallel));
   if ((p.dataParallel ?? 1) > 1) a.push("--dp-size", String(p.dataParallel));
   if (p.servedName) a.push("--served-model-name", p.servedName);
+  // Prometheus /metrics, which admission reads (sglang:num_running_reqs …): SGLang adds the route only with this flag
+  a.push("--enable-metrics");
   a.push("--api-key", p.apiKey);
   return { cmd: "python3", args: a };
 }

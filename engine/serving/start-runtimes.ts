@@ -48,7 +48,7 @@ interface RuntimeLaunch {
  * port, the host (0.0.0.0 inside a container) and SGLang's key file filled in; its environment (CUDA_VISIBLE_DEVICES
  * when it uses fewer GPUs than the machine has) kept; the key in VLLM_API_KEY or the 0600 config file.
  */
-function buildLaunch(o: {
+export function buildLaunch(o: {
   runtime: "vllm" | "sglang";
   found: { how: "binary" | "container"; bin: string };
   command: string;
@@ -104,8 +104,12 @@ function buildLaunch(o: {
     ...Object.keys(extraEnv).flatMap((k) => ["-e", k]),
     ...(env.HF_TOKEN ? ["-e", "HF_TOKEN"] : []),
     ...(configFile ? ["-v", `${configFile}:/ocw/sglang.yaml:ro`] : []),
+    // vLLM's image has had two entrypoints: `python3 -m vllm.entrypoints.openai.api_server`, where a positional model
+    // is not the model (it serves the image's default, Qwen/Qwen3-0.6B: vllm#32292), and later `vllm serve`. Naming
+    // the entrypoint runs `vllm serve MODEL …` under either (and under an OCW_VLLM_IMAGE of either age).
+    ...(o.runtime === "vllm" ? ["--entrypoint", "vllm"] : []),
     image,
-    ...(o.runtime === "vllm" ? args.slice(1) : ["python3", ...args]),
+    ...(o.runtime === "vllm" ? args : ["python3", ...args]),
   ];
   return { how: "container", cmd: o.found.bin, args: run, env: extraEnv, port: o.port, configFile };
 }
