@@ -83,9 +83,18 @@ test("three attempts side by side: B's built attempt wins, the hanging one is st
     workerIds.map((id) => engine.client.workers.get.query({ workerId: id }).then((w) => `${w.id} ${w.state}: ${w.stateReason}`)),
   );
   expect(g.winner, states.join("\n")).toBe(workerIds[1]);
+  // Attempt 1 or 3 (whichever A started second) was stopped for the winner: the loser.
+  const lost = g.attempts.find((x) => x.stoppedForWinner)!;
+  expect(lost.index === 1 || lost.index === 3, states.join("\n")).toBe(true);
 
   // The dashboard card links to the attempts.
   await page.goto(`${engine.origin}/#/`);
+  // The loser's card says which attempt was built, and offers neither Resume nor Retry (its task is done).
+  const loserCard = page.getByRole("region", { name: lost.workerId, exact: true });
+  await expect(loserCard.getByText("Stopped: attempt 2 was built.", { exact: true })).toBeVisible();
+  await expect(loserCard.getByRole("button", { name: `Resume ${lost.workerId}`, exact: true })).toHaveCount(0);
+  await expect(loserCard.getByRole("button", { name: `Retry ${lost.workerId}`, exact: true })).toHaveCount(0);
+  await shot(loserCard, "00-loser-card");
   const card = page.getByRole("region", { name: workerIds[1]! });
   await expect(card.getByRole("link", { name: "attempt 2/3" })).toBeVisible();
   await card.getByRole("link", { name: "attempt 2/3" }).click();
@@ -141,10 +150,23 @@ test("three attempts side by side: B's built attempt wins, the hanging one is st
   const behind = page.getByLabel("workers behind local-a");
   await expect(behind.getByRole("link")).toHaveCount(2);
   await shot(page, "04-ledger");
-  await behind.getByRole("link", { name: new RegExp(stopped === one ? workerIds[0]! : workerIds[2]!) }).click();
-  await expect(page.getByRole("link", { name: /attempt [13] of 3: all attempts/ })).toBeVisible();
-  await expect(page.getByText(/another attempt of this task was built/).first()).toBeVisible();
+  await behind.getByRole("link", { name: new RegExp(lost.workerId) }).click();
+  const head = page.getByRole("region", { name: "Worker", exact: true });
+  // Its place among the attempts, and a link named for where it goes.
+  await expect(head.getByText(`attempt ${lost.index} of 3`, { exact: true })).toBeVisible();
+  await expect(head.getByRole("link", { name: "all 3 attempts", exact: true })).toHaveAttribute("href", `#/attempts/${groupId}`);
+  // A losing attempt: the page says which attempt was built and leads to it; no Stop, Resume or Retry as for any
+  // stopped worker (its task is done); resuming it anyway (to compare) and discarding it stay.
+  await expect(head.getByRole("note")).toHaveText("Attempt 2 was built, so this attempt was stopped before its verdict. Its transcript and diff stay here.");
+  await expect(head.getByRole("note").getByRole("link", { name: "Attempt 2", exact: true })).toHaveAttribute("href", `#/workers/${workerIds[1]}`);
+  const actions = head.locator(".actions");
+  for (const name of ["Stop", "Resume", "Retry as new worker"]) await expect(actions.getByRole("button", { name, exact: true })).toHaveCount(0);
+  await expect(actions.getByRole("button", { name: "Resume anyway", exact: true })).toBeEnabled();
+  await expect(actions.getByRole("button", { name: "Discard…", exact: true })).toBeEnabled();
   await shot(page, "05-stopped-attempt");
+  await head.getByRole("note").getByRole("link", { name: "Attempt 2", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`#/workers/${workerIds[1]}$`));
+  await expect(page.getByRole("region", { name: "Worker", exact: true }).getByText("attempt 2 of 3", { exact: true })).toBeVisible();
 });
 
 test("New task takes attempts: two attempts on one target start as a group and open side by side", async () => {

@@ -79,6 +79,36 @@ test("needs you first: the ask, then running, then queued, then the settled batc
   await page.setViewportSize({ width: 1440, height: 900 });
 });
 
+test("a settled batch's header at 900 px: Archive sits on the line of its sibling controls; narrower, the controls wrap together", async () => {
+  await page.goto(engine.origin + "/#/");
+  const batch = page.getByRole("region", { name: `batch ${ids.batch}` });
+  const head = batch.locator("header.batch-head");
+  const rename = head.getByRole("button", { name: `Rename ${ids.batch}`, exact: true });
+  const mergeAll = head.getByRole("button", { name: "Merge all built (2)…", exact: true });
+  const archive = head.getByRole("button", { name: "Archive", exact: true });
+  /** The vertical middle of one box lies within the other's height: the two sit on one line. */
+  const sameLine = async (a: typeof archive, b: typeof archive) => {
+    const [x, y] = [(await a.boundingBox())!, (await b.boundingBox())!];
+    const mid = x.y + x.height / 2;
+    return mid > y.y && mid < y.y + y.height;
+  };
+  for (const width of [900, 560]) {
+    await page.setViewportSize({ width, height: 700 });
+    await expect(archive).toBeVisible();
+    expect(await sameLine(archive, mergeAll), `${width} px: Archive beside Merge all built`).toBe(true);
+    expect((await archive.boundingBox())!.x, `${width} px: Archive after Merge all built`).toBeGreaterThan((await mergeAll.boundingBox())!.x);
+    const box = (await archive.boundingBox())!;
+    expect(box.x + box.width, `${width} px: Archive inside the window`).toBeLessThanOrEqual(width);
+    expect(await page.locator("html").evaluate((el) => el.scrollWidth)).toBeLessThanOrEqual(width);
+    // At 900 px the whole row of controls is one line: the batch's name, Name… and Merge all built with Archive.
+    if (width === 900) expect(await sameLine(archive, rename), "900 px: Archive on the line of Name…").toBe(true);
+    await shot(batch, `${width}-batch-head`);
+  }
+  await page.setViewportSize({ width: 1440, height: 900 });
+  expect(await sameLine(archive, rename), "1440 px: one line").toBe(true);
+  await shot(batch, "1440-batch-head");
+});
+
 test("filters by state, repository and batch, search by task text and id, and fold and archive the settled batch", async () => {
   await page.goto(engine.origin + "/#/");
   const cards = page.locator(".worker-card .card-title");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { attemptGroup, changedLines, isNoop, isWeakEvidence, pickWinner, stoppedForWinnerReason } from "./attempts";
+import { attemptGroup, changedLines, isNoop, isWeakEvidence, pickWinner, stoppedForWinner, stoppedForWinnerReason } from "./attempts";
 import { ledger } from "./ledger";
 import type { Verdict } from "./verdict";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "./worker";
@@ -103,6 +103,18 @@ describe("attempts", () => {
     // Once merged, an attempt stays the winner.
     const merged = ws.map((w) => (w.id === "w1" ? { ...w, merged: { into: "main", commit: "c" } } : w));
     expect(pickWinner(merged)?.id).toBe("w1");
+  });
+});
+
+describe("stoppedForWinner", () => {
+  it("names the winner a losing attempt was stopped for; any other worker is no loser", () => {
+    expect(stoppedForWinner({ state: "stopped", stateReason: stoppedForWinnerReason("w-3") })).toBe("w-3");
+    // The reason without the winner's id (an older engine's words): a loser all the same.
+    expect(stoppedForWinner({ state: "stopped", stateReason: "another attempt of this task was built" })).toBe("");
+    expect(stoppedForWinner({ state: "stopped", stateReason: "stopped by a person" })).toBeNull();
+    expect(stoppedForWinner({ state: "stopped", stateReason: null })).toBeNull();
+    // Resumed since (running, graded again): no longer stopped for anyone.
+    expect(stoppedForWinner({ state: "running", stateReason: stoppedForWinnerReason("w-3") })).toBeNull();
   });
 });
 

@@ -71,6 +71,16 @@ export const AttemptGroupRef = z.object({ groupId: IdRef("groupId") });
 const STOPPED_FOR_WINNER = "another attempt of this task was built";
 export const stoppedForWinnerReason = (winnerId: string) => `${STOPPED_FOR_WINNER} (${winnerId}); the others still running were stopped`;
 
+/**
+ * A losing attempt: the engine stopped it because another attempt of its task was built. Its winner's id as the
+ * engine's reason names it ("" when the reason names none), or null when it is not one.
+ */
+export function stoppedForWinner(w: Pick<Worker, "state" | "stateReason">): string | null {
+  const reason = w.state === "stopped" ? (w.stateReason ?? "") : "";
+  if (!reason.startsWith(STOPPED_FOR_WINNER)) return null;
+  return /^ \(([^()\s]+)\)/.exec(reason.slice(STOPPED_FOR_WINNER.length))?.[1] ?? "";
+}
+
 type LooseVerdict = Omit<Verdict, "flags"> & { noop?: unknown; noOp?: unknown; weakEvidence?: unknown; flags?: unknown; weak?: unknown; baseline?: unknown };
 
 function flagsOf(v: LooseVerdict): string[] {
@@ -164,7 +174,7 @@ export function attemptGroup(groupId: string, workers: Worker[]): AttemptGroup {
       tokens: tokensOf(w),
       durationSec: w.startedAt !== null && w.endedAt !== null ? Math.max(0, (w.endedAt - w.startedAt) / 1000) : null,
       gradedAt: w.verdict?.gradedAt ?? null,
-      stoppedForWinner: w.state === "stopped" && (w.stateReason ?? "").startsWith(STOPPED_FOR_WINNER),
+      stoppedForWinner: stoppedForWinner(w) !== null,
     })),
     settled: ws.length > 0 && ws.every((w) => isAtRest(w.state)),
     winner: winner?.id ?? null,

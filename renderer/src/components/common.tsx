@@ -1,9 +1,11 @@
 import { useEffect, useRef, useState, type FocusEvent, type FormEvent, type ReactNode } from "react";
 import type { Verdict } from "../../../shared/verdict";
 import { checksWord } from "../../../shared/vocabulary";
-import type { WorkerState } from "../../../shared/worker";
+import { stoppedForWinner } from "../../../shared/attempts";
+import type { Worker, WorkerState } from "../../../shared/worker";
 import { STATE_LABEL, stateTone } from "../format";
 import { href } from "../router";
+import { useStore } from "../store";
 
 export function StateChip({ state }: { state: WorkerState }) {
   return <span className={`chip chip-${stateTone(state)}`}>{STATE_LABEL[state]}</span>;
@@ -203,4 +205,14 @@ export function RetryOfChip({ of }: { of: string | null }) {
       retry of {of}
     </a>
   );
+}
+
+/**
+ * A losing attempt's winner: the attempt whose build made the engine stop `w` (its id, "" when the engine's reason
+ * names none; its index among the attempts when this page knows that worker), or null when `w` is no losing attempt.
+ */
+export function useLostTo(w: Worker | undefined): { id: string; index: number | null } | null {
+  const id = w ? stoppedForWinner(w) : null;
+  const index = useStore((s) => (id ? (s.workers[id]?.attempt?.index ?? null) : null));
+  return id === null ? null : { id, index };
 }

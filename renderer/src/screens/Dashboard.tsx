@@ -5,7 +5,7 @@ import { checksWord } from "../../../shared/vocabulary";
 import { codePointMark, showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
-import { Empty, RetryOfChip, Sparkline, StateChip, useFocusKept, VerdictChips } from "../components/common";
+import { Empty, RetryOfChip, Sparkline, StateChip, useFocusKept, useLostTo, VerdictChips } from "../components/common";
 import { counted, duration, pct, phaseOf, taskTitle, tokens, toolShown, useNow } from "../format";
 import { go, href } from "../router";
 import {
@@ -411,48 +411,62 @@ function BatchGroup({
   ];
   return (
     <section className={`batch ${collapsed ? "collapsed" : ""}`} aria-label={batchId ? `batch ${batchId}` : "single tasks"}>
+      {/* Two parts that wrap each on its own: what the batch is (its name, Name…, counts, cost) and what to do with it
+          (Merge all built, Archive), kept together on the first line while the window allows, else on a line below. */}
       <header className="batch-head">
-        {collapsible ? (
-          <h2>
-            <button type="button" className="btn ghost collapse-btn" aria-expanded={!collapsed} onClick={toggle}>
-              <span aria-hidden="true">{collapsed ? "▸" : "▾"}</span> {label}
+        <div className="batch-title">
+          {collapsible ? (
+            <h2>
+              <button type="button" className="btn ghost collapse-btn" aria-expanded={!collapsed} onClick={toggle}>
+                <span aria-hidden="true">{collapsed ? "▸" : "▾"}</span> {label}
+              </button>
+            </h2>
+          ) : (
+            // Focusable from a script: a batch started from New task puts the focus here.
+            <h2 tabIndex={-1}>{label}</h2>
+          )}
+          {name && <span className="mono small muted">{batchId}</span>}
+          {batchId && !renaming && (
+            <button type="button" className="btn ghost small" aria-label={`Rename ${batchId}`} onClick={() => setRenaming(true)}>
+              {name ? "Rename" : "Name…"}
             </button>
-          </h2>
-        ) : (
-          // Focusable from a script: a batch started from New task puts the focus here.
-          <h2 tabIndex={-1}>{label}</h2>
-        )}
-        {name && <span className="mono small muted">{batchId}</span>}
-        {batchId && !renaming && (
-          <button type="button" className="btn ghost small" aria-label={`Rename ${batchId}`} onClick={() => setRenaming(true)}>
-            {name ? "Rename" : "Name…"}
-          </button>
-        )}
-        {batchId && renaming && <RenameBatch batchId={batchId} name={name ?? ""} done={() => setRenaming(false)} />}
-        <span className="muted small">
-          {workers.length} worker{workers.length === 1 ? "" : "s"} · built {built}/{graded.length} ({pct(graded.length ? built / graded.length : null)}) ·
-          honest {pct(graded.length ? honest / graded.length : null)}
-          {settled ? " · settled" : ""}
-        </span>
-        {spend && (
-          <span
-            className="small batch-cost"
-            aria-label={`cost of ${batchId ? `batch ${batchId}` : "single tasks"}`}
-            title="money on API targets, tokens on your own model"
-          >
-            {spendText(spend, tokens)}
+          )}
+          {batchId && renaming && <RenameBatch batchId={batchId} name={name ?? ""} done={() => setRenaming(false)} />}
+          {/* The counts and the cost, one run of text: beside the name while 12rem are left there, else on a line below. */}
+          <span className="batch-stats small">
+            <span className="muted">
+              {workers.length} worker{workers.length === 1 ? "" : "s"} · built {built}/{graded.length} ({pct(graded.length ? built / graded.length : null)}) ·
+              honest {pct(graded.length ? honest / graded.length : null)}
+              {settled ? " · settled" : ""}
+            </span>
+            {spend && (
+              <>
+                {" "}
+                <span
+                  className="batch-cost"
+                  aria-label={`cost of ${batchId ? `batch ${batchId}` : "single tasks"}`}
+                  title="money on API targets, tokens on your own model"
+                >
+                  {spendText(spend, tokens)}
+                </span>
+              </>
+            )}
           </span>
-        )}
-        {batchId && !collapsed && <MergeAll batchId={batchId} workers={workers} />}
-        {collapsible && (
-          <button
-            type="button"
-            className="btn ghost small"
-            onClick={() => onArchive(!archived)}
-            title={archived ? "show it with the other batches again" : "hide this settled batch (Archived shows it)"}
-          >
-            {archived ? "Unarchive" : "Archive"}
-          </button>
+        </div>
+        {batchId && (
+          <div className="batch-actions">
+            {!collapsed && <MergeAll batchId={batchId} workers={workers} />}
+            {collapsible && (
+              <button
+                type="button"
+                className="btn ghost small"
+                onClick={() => onArchive(!archived)}
+                title={archived ? "show it with the other batches again" : "hide this settled batch (Archived shows it)"}
+              >
+                {archived ? "Unarchive" : "Archive"}
+              </button>
+            )}
+          </div>
         )}
       </header>
       {batchId && <BatchPlan batchId={batchId} workers={workers} />}
@@ -552,6 +566,9 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
     }
   };
   const resumable = !w.discarded && (w.state === "stopped" || w.state === "interrupted" || w.state === "error");
+  // A losing attempt (stopped because another attempt of its task was built) says so, with no Resume or Retry: its
+  // task is done; its page can still resume it anyway.
+  const lostTo = useLostTo(w);
   const start = w.startedAt ?? w.createdAt;
   const elapsed = (w.endedAt ?? now) - start;
   // Tokens: reported, plus the text streamed since the last report (estimated). Tokens/s: over the time on the model
@@ -644,11 +661,12 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
               tool <code>{toolShown(w.currentTool)}</code>
             </>
           ) : (
-            // The last activity is the model's first line, a reason may name the worker's files: its text, made safe.
+            // The last activity is the model's first line, a reason may name the worker's files: its text, made safe. A
+            // losing attempt's reason is said below it in words: its last line here.
             <span className="muted untrusted">
               {w.stalled
                 ? "stalled"
-                : showUntrusted((isAtRest(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—", {
+                : showUntrusted((isAtRest(w.state) && !w.verdict && !lostTo ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—", {
                     lines: false,
                     max: 300,
                   })}
@@ -713,7 +731,12 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
           </span>
         </div>
       )}
-      {resumable && (
+      {resumable && lostTo && (
+        <div className="card-ask small">
+          <span className="muted grow">Stopped: {lostTo.index !== null ? `attempt ${lostTo.index}` : "another attempt"} was built.</span>
+        </div>
+      )}
+      {resumable && !lostTo && (
         <div className="card-ask small">
           <span className="muted grow">
             {w.state === "interrupted"

@@ -4,7 +4,7 @@ import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
-import { Empty, Modal, RetryOfChip, StateChip, useFocusKept } from "../components/common";
+import { Empty, Modal, RetryOfChip, StateChip, useFocusKept, useLostTo } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { Diff } from "../components/LazyDiff";
 import { Transcript } from "../components/Transcript";
@@ -16,21 +16,20 @@ import { counted, duration, phaseOf, taskTitle, tokens, toolShown, useNow } from
 import { throughput } from "../../../shared/metrics";
 import { spendText, workerSpend, type Price } from "../../../shared/cost";
 import { inOrder } from "../reads";
-import { go, href } from "../router";
+import { goAndFocus, href } from "../router";
 import { closeTranscript, loadTranscript, pushNotice, refreshTargets, useStore } from "../store";
 
 const EMPTY: never[] = [];
 const NO_SEQS: Record<string, number> = {};
 
 /**
- * The worker whose page an action on another worker's page opened ("Retry as new worker", "Continue on the new base"):
- * that page is a new one (keyed by its id), so the focus the pressed button held fell to the page's top. The new page
- * puts it on its heading once its worker is shown.
+ * Opens another worker's page from an action on this one ("Retry as new worker", "Continue on the new base"): that
+ * page is a new one (keyed by its id), so the focus the pressed button held fell to the page's top. It goes to the new
+ * page's heading once its worker is shown (the new worker may reach the store after its page opened): that page's own
+ * heading, never this page's, still shown for a moment after the address changed.
  */
-let arriving: string | null = null;
 function openFromAction(workerId: string): void {
-  arriving = workerId;
-  go({ name: "worker", id: workerId });
+  goAndFocus({ name: "worker", id: workerId }, `.detail[data-worker="${CSS.escape(workerId)}"] .detail-head h2`);
 }
 
 export function WorkerDetail({ id }: { id: string }) {
@@ -39,6 +38,10 @@ export function WorkerDetail({ id }: { id: string }) {
   const marks = useStore((s) => s.marks[id]) ?? EMPTY;
   const partSeq = useStore((s) => s.partSeqs[id]) ?? NO_SEQS;
   const retry = useStore((s) => s.retries[id]);
+  // A losing attempt (the engine stopped it because another attempt of its task was built) is no ordinary stopped
+  // worker: its note leads to the attempt that was built. No Stop (disabled) or Resume as its main actions, no Retry
+  // (its task again, done already); it can still be resumed anyway, to its own verdict beside the winner's, and discarded.
+  const lostTo = useLostTo(w);
   const now = useNow();
   const [tab, setTab] = useState<"transcript" | "diff" | "task">("transcript");
   const [steer, setSteer] = useState("");
@@ -101,15 +104,6 @@ export function WorkerDetail({ id }: { id: string }) {
     return from?.isConnected && !(from as HTMLButtonElement).disabled ? from : headRef.current;
   });
 
-  // Opened by an action on another worker's page: the focus goes to this page's heading once the worker is shown (the
-  // new worker may reach the store after its page opened).
-  const shown = !!w;
-  useEffect(() => {
-    if (!shown || arriving !== id) return;
-    arriving = null;
-    if (!document.activeElement || document.activeElement === document.body) headRef.current?.focus({ preventScroll: true });
-  }, [shown, id]);
-
   useEffect(() => {
     void loadTranscript(id);
     return () => closeTranscript(id);
@@ -151,7 +145,7 @@ export function WorkerDetail({ id }: { id: string }) {
   const holding = askHoldingCall(w);
 
   return (
-    <div className="detail" {...keepPlace}>
+    <div className="detail" data-worker={w.id} {...keepPlace}>
       <section className="panel detail-head" aria-label="Worker">
         <div className="detail-title">
           <h2 ref={headRef} tabIndex={-1}>
@@ -171,13 +165,14 @@ export function WorkerDetail({ id }: { id: string }) {
           {w.discarded && <span className="chip chip-idle">discarded: workspace and branch removed</span>}
           <RetryOfChip of={w.retryOf} />
           {w.attempt && (
-            <a
-              className="chip chip-idle"
-              href={href({ name: "attempts", id: w.attempt.groupId })}
-              title="See every attempt at this task side by side, and the winner"
-            >
-              attempt {w.attempt.index} of {w.attempt.of}: all attempts
-            </a>
+            <>
+              <span className="chip chip-idle">
+                attempt {w.attempt.index} of {w.attempt.of}
+              </span>
+              <a className="small" href={href({ name: "attempts", id: w.attempt.groupId })} title="every attempt at this task side by side, and the winner">
+                all {w.attempt.of} attempts
+              </a>
+            </>
           )}
         </div>
         <div className="facts small">
@@ -202,8 +197,8 @@ export function WorkerDetail({ id }: { id: string }) {
               <code>{toolShown(w.currentTool)}</code>
             </span>
           )}
-          {/* The verdict's reason is said on the verdict card: not twice. */}
-          {w.stateReason && w.stateReason !== w.verdict?.reason && (
+          {/* The verdict's reason is said on the verdict card, a losing attempt's in its note: not twice. */}
+          {w.stateReason && w.stateReason !== w.verdict?.reason && !lostTo && (
             <span className="muted untrusted">{showUntrusted(w.stateReason, { lines: false, max: 1000 })}</span>
           )}
           {w.toolFailures > 0 && <span className="chip chip-warn">{counted(w.toolFailures, "tool failure")}</span>}
@@ -219,9 +214,16 @@ export function WorkerDetail({ id }: { id: string }) {
             </span>
           )}
         </div>
+        {lostTo && (
+          <p className="attempt-lost small" role="note">
+            {lostTo.index !== null ? <a href={href({ name: "worker", id: lostTo.id })}>Attempt {lostTo.index}</a> : "Another attempt"} was built, so this
+            attempt was stopped before its verdict.{w.discarded ? "" : " Its transcript and diff stay here."}
+          </p>
+        )}
         <div className="actions">
-          {/* A discarded, merged or graded worker is never stopped or resumed: no Stop, no Resume. */}
-          {over || graded ? null : confirmStop && canStop ? (
+          {/* A discarded, merged or graded worker is never stopped or resumed: no Stop, no Resume; a losing attempt
+              only resumed anyway (below). */}
+          {over || graded || lostTo ? null : confirmStop && canStop ? (
             <span className="confirm-inline" role="group" aria-label="Confirm stop">
               <span className="small">Stop this worker? Its session can be resumed later.</span>
               <button
@@ -241,7 +243,7 @@ export function WorkerDetail({ id }: { id: string }) {
               Stop
             </button>
           )}
-          {!over && !graded && (
+          {!over && !graded && !lostTo && (
             <button
               ref={resumeRef}
               type="button"
@@ -326,6 +328,17 @@ export function WorkerDetail({ id }: { id: string }) {
           {canDiscard && (
             <button type="button" className="btn bad" ref={discardRef} disabled={!!busy} onClick={() => setConfirmDiscard(true)}>
               Discard…
+            </button>
+          )}
+          {lostTo && canResume && (
+            <button
+              type="button"
+              className="btn"
+              disabled={!!busy}
+              title="run this attempt on to its own verdict, to compare it with the one that was built (only one attempt of a task can be merged)"
+              onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}
+            >
+              Resume anyway
             </button>
           )}
           {w.worktree && !w.discarded && <OpenWorkspace workerId={w.id} worktree={w.worktree} />}
