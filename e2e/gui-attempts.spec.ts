@@ -114,7 +114,8 @@ test("three attempts side by side: B's built attempt wins, the hanging one is st
   const stopped = failed === one ? three : one;
   await expect(failed.getByLabel("claim: honest")).toBeVisible();
   await expect(failed.getByLabel("changed lines")).toHaveText("2");
-  await expect(stopped).toContainText("Stopped: another attempt was built.");
+  // It names the attempt that was built (it said "another attempt", where its card and page named it).
+  await expect(stopped).toContainText("Stopped: attempt 2 was built.");
   await expect(stopped.getByText("no verdict")).toBeVisible();
   await expect(page.getByLabel("Winner")).toContainText(workerIds[1]!);
   // The winner's diff is shown; another attempt's diff on request.
@@ -156,12 +157,15 @@ test("three attempts side by side: B's built attempt wins, the hanging one is st
   await expect(head.getByText(`attempt ${lost.index} of 3`, { exact: true })).toBeVisible();
   await expect(head.getByRole("link", { name: "all 3 attempts", exact: true })).toHaveAttribute("href", `#/attempts/${groupId}`);
   // A losing attempt: the page says which attempt was built and leads to it; no Stop, Resume or Retry as for any
-  // stopped worker (its task is done); resuming it anyway (to compare) and discarding it stay.
-  await expect(head.getByRole("note")).toHaveText("Attempt 2 was built, so this attempt was stopped before its verdict. Its transcript and diff stay here.");
+  // stopped worker (its task is done). Attempt 2 is merged: resumed, this one could never land (the engine refuses a
+  // second attempt of a merged task), so "Resume anyway" is not offered either, and the note says why; discarding stays.
+  await expect(head.getByRole("note")).toHaveText(
+    "Attempt 2 was built, so this attempt was stopped before its verdict. Its transcript and diff stay here. That attempt was merged into main, so this one cannot be merged: discard it, or revert that merge first to take this one instead.",
+  );
   await expect(head.getByRole("note").getByRole("link", { name: "Attempt 2", exact: true })).toHaveAttribute("href", `#/workers/${workerIds[1]}`);
   const actions = head.locator(".actions");
   for (const name of ["Stop", "Resume", "Retry as new worker"]) await expect(actions.getByRole("button", { name, exact: true })).toHaveCount(0);
-  await expect(actions.getByRole("button", { name: "Resume anyway", exact: true })).toBeEnabled();
+  await expect(actions.getByRole("button", { name: "Resume anyway", exact: true })).toHaveCount(0);
   await expect(actions.getByRole("button", { name: "Discard…", exact: true })).toBeEnabled();
   await shot(page, "05-stopped-attempt");
   await head.getByRole("note").getByRole("link", { name: "Attempt 2", exact: true }).click();

@@ -209,10 +209,18 @@ export function RetryOfChip({ of }: { of: string | null }) {
 
 /**
  * A losing attempt's winner: the attempt whose build made the engine stop `w` (its id, "" when the engine's reason
- * names none; its index among the attempts when this page knows that worker), or null when `w` is no losing attempt.
+ * names none; its index among the attempts when this page knows that worker; the branch it was merged into while that
+ * merge stands, else null), or null when `w` is no losing attempt.
  */
-export function useLostTo(w: Worker | undefined): { id: string; index: number | null } | null {
+export function useLostTo(w: Worker | undefined): { id: string; index: number | null; mergedInto: string | null } | null {
   const id = w ? stoppedForWinner(w) : null;
   const index = useStore((s) => (id ? (s.workers[id]?.attempt?.index ?? null) : null));
-  return id === null ? null : { id, index };
+  const mergedInto = useStore((s) => {
+    const winner = id ? s.workers[id] : undefined;
+    return winner?.merged && !winner.reverted ? winner.merged.into : null;
+  });
+  return id === null ? null : { id, index, mergedInto };
 }
+
+/** How a losing attempt names the attempt that was built: "attempt 2" (or "another attempt" when its index is unknown). */
+export const lostToName = (lostTo: { index: number | null }): string => (lostTo.index !== null ? `attempt ${lostTo.index}` : "another attempt");

@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from "react";
 import { attemptGroup, type AttemptRow } from "../../../shared/attempts";
 import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
-import { Empty, Modal, StateChip, VerdictChips } from "../components/common";
+import { Empty, lostToName, Modal, StateChip, useLostTo, VerdictChips } from "../components/common";
 import { Diff } from "../components/LazyDiff";
 import { duration, STATE_LABEL, taskTitle, tokens } from "../format";
 import { href } from "../router";
@@ -113,13 +113,23 @@ export function Attempts({ groupId }: { groupId: string }) {
         </div>
       </section>
 
-      {diffOf && <AttemptDiff id={diffOf} lastSeq={workers[diffOf]?.lastSeq ?? 0} index={workers[diffOf]?.attempt?.index ?? 0} />}
+      {diffOf && (
+        <AttemptDiff
+          id={diffOf}
+          lastSeq={workers[diffOf]?.lastSeq ?? 0}
+          index={workers[diffOf]?.attempt?.index ?? 0}
+          merged={workers[diffOf]?.merged ?? null}
+          discarded={!!workers[diffOf]?.discarded}
+        />
+      )}
     </div>
   );
 }
 
 function AttemptCard({ a, winner, shown, onDiff }: { a: AttemptRow; winner: boolean; shown: boolean; onDiff: () => void }) {
   const w = useStore((s) => s.workers[a.workerId]);
+  // A losing attempt names the attempt that was built (it said "another attempt" where its page and card named it).
+  const lostTo = useLostTo(w);
   if (!w) return null;
   return (
     <article className={`panel attempt-card ${winner ? "attempt-winner" : ""}`} aria-label={`Attempt ${a.index}`}>
@@ -160,7 +170,7 @@ function AttemptCard({ a, winner, shown, onDiff }: { a: AttemptRow; winner: bool
         <dt>time</dt>
         <dd>{a.durationSec !== null ? duration(a.durationSec * 1000) : "—"}</dd>
       </dl>
-      {a.stoppedForWinner && <p className="small muted">Stopped: another attempt was built.</p>}
+      {a.stoppedForWinner && <p className="small muted">Stopped: {lostTo ? lostToName(lostTo) : "another attempt"} was built.</p>}
       {!a.stoppedForWinner && w.stateReason && !w.verdict && (
         <p className="small muted untrusted">{showUntrusted(w.stateReason, { lines: false, max: 1000 })}</p>
       )}
@@ -173,7 +183,23 @@ function AttemptCard({ a, winner, shown, onDiff }: { a: AttemptRow; winner: bool
   );
 }
 
-function AttemptDiff({ id, lastSeq, index }: { id: string; lastSeq: number; index: number }) {
+/**
+ * One attempt's diff. Merged or discarded, its workspace is gone and the engine's diff is empty: that is said (where its
+ * change is now, or that it was removed), never "No changes." (the worker page's Diff tab says the same).
+ */
+function AttemptDiff({
+  id,
+  lastSeq,
+  index,
+  merged,
+  discarded,
+}: {
+  id: string;
+  lastSeq: number;
+  index: number;
+  merged: { into: string; commit: string } | null;
+  discarded: boolean;
+}) {
   const [diff, setDiff] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
@@ -195,6 +221,15 @@ function AttemptDiff({ id, lastSeq, index }: { id: string; lastSeq: number; inde
         <div className="field-error">{error}</div>
       ) : diff === null ? (
         <div className="muted pad">Loading diff…</div>
+      ) : !diff.trim() && merged ? (
+        <div className="muted pad" role="status">
+          Merged into <code>{merged.into}</code> as <code>{merged.commit.slice(0, 12)}</code>: its changes are in that branch now (
+          <code>git show {merged.commit.slice(0, 12)}</code>).
+        </div>
+      ) : !diff.trim() && discarded ? (
+        <div className="muted pad" role="status">
+          Discarded: its workspace and branch were removed, so there is no diff to show.
+        </div>
       ) : !diff.trim() ? (
         <div className="muted pad">No changes.</div>
       ) : (

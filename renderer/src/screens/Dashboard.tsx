@@ -5,7 +5,7 @@ import { checksWord } from "../../../shared/vocabulary";
 import { codePointMark, showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
-import { Empty, RetryOfChip, Sparkline, StateChip, useFocusKept, useLostTo, VerdictChips } from "../components/common";
+import { Empty, RetryOfChip, Sparkline, StateChip, useFocusKept, lostToName, useLostTo, VerdictChips } from "../components/common";
 import { counted, duration, pct, phaseOf, taskTitle, tokens, toolShown, useNow } from "../format";
 import { go, href } from "../router";
 import {
@@ -733,7 +733,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       )}
       {resumable && lostTo && (
         <div className="card-ask small">
-          <span className="muted grow">Stopped: {lostTo.index !== null ? `attempt ${lostTo.index}` : "another attempt"} was built.</span>
+          <span className="muted grow">Stopped: {lostToName(lostTo)} was built.</span>
         </div>
       )}
       {resumable && !lostTo && (

@@ -105,8 +105,8 @@ export function Grades() {
                     onClick={() => setOpen(open === r.target ? null : r.target)}
                     onKeyDown={(e) => (e.key === "Enter" || e.key === " ") && (e.preventDefault(), setOpen(open === r.target ? null : r.target))}
                   >
-                    <td className="mono">{r.target}</td>
-                    <td>{targets.find((t) => t.id === r.target)?.model ?? "—"}</td>
+                    <td className="mono id-cell">{r.target}</td>
+                    <td className="id-cell">{targets.find((t) => t.id === r.target)?.model ?? "—"}</td>
                     <td>{r.tasks}</td>
                     <td>{r.graded}</td>
                     <td>

@@ -311,8 +311,8 @@ export function Setup() {
               const outcome = t.outcome ?? "unverified";
               return (
                 <tr key={t.id}>
-                  <td className="mono">{t.id}</td>
-                  <td>{t.model}</td>
+                  <td className="mono id-cell">{t.id}</td>
+                  <td className="id-cell">{t.model}</td>
                   <td className="mono small">{t.endpoint}</td>
                   <td>
                     {t.serving.engine} · {counted(t.serving.slots, "slot")}

@@ -40,7 +40,8 @@ export function WorkerDetail({ id }: { id: string }) {
   const retry = useStore((s) => s.retries[id]);
   // A losing attempt (the engine stopped it because another attempt of its task was built) is no ordinary stopped
   // worker: its note leads to the attempt that was built. No Stop (disabled) or Resume as its main actions, no Retry
-  // (its task again, done already); it can still be resumed anyway, to its own verdict beside the winner's, and discarded.
+  // (its task again, done already); it can still be resumed anyway, to its own verdict beside the winner's (not once the
+  // winner is merged: the engine would refuse to land it), and discarded.
   const lostTo = useLostTo(w);
   const now = useNow();
   const [tab, setTab] = useState<"transcript" | "diff" | "task">("transcript");
@@ -218,6 +219,10 @@ export function WorkerDetail({ id }: { id: string }) {
           <p className="attempt-lost small" role="note">
             {lostTo.index !== null ? <a href={href({ name: "worker", id: lostTo.id })}>Attempt {lostTo.index}</a> : "Another attempt"} was built, so this
             attempt was stopped before its verdict.{w.discarded ? "" : " Its transcript and diff stay here."}
+            {/* Resumed now, it could never land: the engine refuses a second attempt of a merged task. */}
+            {lostTo.mergedInto &&
+              !w.discarded &&
+              ` That attempt was merged into ${lostTo.mergedInto}, so this one cannot be merged: discard it, or revert that merge first to take this one instead.`}
           </p>
         )}
         <div className="actions">
@@ -330,7 +335,7 @@ export function WorkerDetail({ id }: { id: string }) {
               Discard…
             </button>
           )}
-          {lostTo && canResume && (
+          {lostTo && !lostTo.mergedInto && canResume && (
             <button
               type="button"
               className="btn"

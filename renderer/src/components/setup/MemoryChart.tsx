@@ -39,7 +39,7 @@ export function MemoryChart({ devices }: { devices: PlannedDevice[] }) {
             <div className="budget-bar" role="img" aria-label={label} title={label}>
               {SEGS.map(([k, n]) =>
                 parts[k] > 0 ? (
-                  <span key={k} className={`seg seg-${k}`} style={{ width: `${(parts[k] / scale) * 100}%` }} title={`${n} ${gib(parts[k])}`} />
+                  <span key={k} className={`mem-seg mem-${k}`} style={{ width: `${(parts[k] / scale) * 100}%` }} title={`${n} ${gib(parts[k])}`} />
                 ) : null,
               )}
             </div>
@@ -49,7 +49,7 @@ export function MemoryChart({ devices }: { devices: PlannedDevice[] }) {
       <div className="legend small">
         {SEGS.map(([k, n]) => (
           <span key={k}>
-            <i className={`swatch seg-${k}`} /> {n}
+            <i className={`swatch mem-${k}`} /> {n}
           </span>
         ))}
       </div>
