@@ -132,7 +132,9 @@ test("three attempts side by side: B's built attempt wins, the hanging one is st
   await shot(page, "03-merge-confirm", false);
   await dialog.getByRole("button", { name: "Merge", exact: true }).click();
   await expect(page.getByLabel("Winner")).toContainText("Merged into main");
-  await expect(page.getByRole("button", { name: "Merge the winner…" })).toBeDisabled();
+  // Nothing left to merge: the button is gone (the summary says where the winner went).
+  await expect(page.getByRole("button", { name: "Merge the winner…" })).toHaveCount(0);
+  await expect(page.getByRole("region", { name: "Attempts" }).getByRole("heading", { level: 2 })).toBeFocused();
   const winner = await engine.client.workers.get.query({ workerId: workerIds[1]! });
   expect(winner.merged?.into).toBe("main");
   expect(execFileSync("git", ["show", "main:greeting.txt"], { cwd: repo, encoding: "utf8" })).toBe("hi\n");

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { attemptGroup, type AttemptRow } from "../../../shared/attempts";
 import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
@@ -21,6 +21,7 @@ export function Attempts({ groupId }: { groupId: string }) {
   const [confirm, setConfirm] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const headRef = useRef<HTMLHeadingElement>(null);
   const diffOf = shown ?? g.winner ?? g.attempts.find((a) => a.verdict)?.workerId ?? null;
 
   if (!g.attempts.length) return <Empty title={`No attempts ${groupId}`}>It may belong to another engine run. Go back to the dashboard.</Empty>;
@@ -32,7 +33,9 @@ export function Attempts({ groupId }: { groupId: string }) {
       <section className="panel detail-head" aria-label="Attempts">
         <div className="detail-title">
           {/* Focusable from a script: attempts started from New task put the focus here. */}
-          <h2 tabIndex={-1}>{taskTitle(first.spec)}</h2>
+          <h2 tabIndex={-1} ref={headRef}>
+            {taskTitle(first.spec)}
+          </h2>
           <span className="chip chip-idle">{g.attempts.length} attempts</span>
           {g.all && (
             <span className="chip chip-idle" title="Every attempt runs to its verdict">
@@ -58,11 +61,14 @@ export function Attempts({ groupId }: { groupId: string }) {
             (g.all ? " — not here: every attempt runs to the end." : ".")
           )}
         </p>
-        <div className="actions">
-          <button type="button" className="btn primary" disabled={!canMerge || busy} onClick={() => (setError(null), setConfirm(true))}>
-            Merge the winner…
-          </button>
-        </div>
+        {/* Gone once there is nothing left to merge: the winner merged (the line above says where), or none at all. */}
+        {!winner?.merged && (winner || !g.settled) && (
+          <div className="actions">
+            <button type="button" className="btn primary" disabled={!canMerge || busy} onClick={() => (setError(null), setConfirm(true))}>
+              Merge the winner…
+            </button>
+          </div>
+        )}
         {error && (
           <div className="field-error" role="alert">
             Merge refused: {showUntrusted(error, { lines: false, max: 2000 })}
@@ -90,7 +96,11 @@ export function Attempts({ groupId }: { groupId: string }) {
                 api.workers.merge
                   .mutate({ workerId: winner.id })
                   .then(
-                    (r) => pushNotice("info", `merged the winner ${winner.id} into ${r.into} (${r.commit.slice(0, 8)})`),
+                    (r) => {
+                      pushNotice("info", `merged the winner ${winner.id} into ${r.into} (${r.commit.slice(0, 8)})`);
+                      // Merge the winner… is gone once merged: the focus goes to the page's heading, not the page's top.
+                      headRef.current?.focus();
+                    },
                     (err) => setError(errorText(err)),
                   )
                   .finally(() => setBusy(false));
