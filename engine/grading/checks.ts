@@ -714,10 +714,14 @@ function namesakeOrigin(own: CheckGoals | null | undefined, p: string, expectExi
 /**
  * Removes what a check wrote at `rel` (from the checkout's real root `realRoot`), for a later make to build it again:
  * only where the folder it is in is that folder of the checkout, with no link on the way (the check's processes are
- * gone by now, so nothing swaps one in after this look). False where a link is on the way: not removed.
+ * gone by now, so nothing swaps one in after this look). False where a link is on the way: not removed. A name with a
+ * trailing slash (make's `out/:`) is removed without it: with it, a link there would be resolved (Node's rm took
+ * `out/` for the folder a link `out` leads to, outside the checkout too), where without it the link alone goes.
  */
 function removeForRebuild(realRoot: string, rel: string): boolean {
-  const at = path.join(realRoot, rel);
+  const name = rel.replace(/\/+$/, "");
+  if (!name) return false;
+  const at = path.join(realRoot, name);
   const folder = path.dirname(at);
   if (folder !== realRoot && !folder.startsWith(realRoot + path.sep)) return false;
   let real: string;

@@ -1271,7 +1271,8 @@ function makeRecipes(
     if (set && !/^\s*(-?include|sinclude)\b/.test(line)) {
       const [, name, op, value] = set as unknown as [string, string, string, string];
       const was = assigned.get(name);
-      if (assigned.size < MAX_MAKE_VARS || assigned.has(name))
+      // Past the bound, what make passes its sub-makes is still kept (a MAKEFILES set after 4,096 other variables).
+      if (assigned.size < MAX_MAKE_VARS || assigned.has(name) || MAKE_VARS.has(name))
         assigned.set(name, op === "!=" ? null : op === "+=" ? (was === null ? null : `${was ?? ""} ${value}`) : op === "?=" && was !== undefined ? was : value);
       current = [];
       continue;

@@ -2,11 +2,11 @@
 // variables and special targets are the Makefile's own (a `.IGNORE:` in a worker's main.d makes `make test` ignore every
 // failing command), so such a file counts as check configuration, unless it holds only what a compiler writes there:
 // plain dependency lines (`main.o: main.c main.h`). Read without running make (its `$(shell)` would run here, unconfined).
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { STAR, type WildcardToken, wildcardMatch } from "../../shared/wildcard";
-import { readInside } from "./files";
+import { readInside, realInside } from "./files";
 
 /** One include line of a Makefile: the Makefile (from the repository's root), the line as written, and what it names. */
 export interface MakeInclude {
@@ -230,6 +230,8 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
     let defaultGoal: string | null = null;
     /** Whether that goal is set yet (for a make naming no target, the lines read until then may set it: `setsGoal`). */
     let goalSet = false;
+    /** What each `$(wildcard …)` pattern of a rule names in the checkout (globIn), read once per run. */
+    const globs = new Map<string, string[] | null>();
     while (queue.length && done.size < MAX_FILES) {
       const makefile = queue.shift()!;
       if (done.has(makefile)) continue;
@@ -297,9 +299,14 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           if (!rule) continue;
           budget = EXPANSION_BUDGET;
           const [before, after] = rule[2]!.split(";", 2) as [string, string | undefined];
+          // A rule's `$(wildcard …)` names the files there (make reads it as it reads the rule): `$(patsubst
+          // %.c,%.o,$(wildcard *.c))` reaches test.o, not a file named `*.o` (globbed).
+          globbed = (pattern) => globIn(checkout, dir, pattern, globs);
           const targets = words(expand(rule[1]!, vars, 0));
-          // A target-specific variable (`test: X = 1`) names its targets, but no prerequisite or recipe.
-          const prereqs = /=/.test(before) ? [] : words(expand(before.replace("|", " "), vars, 0));
+          // A target-specific variable (`test: X = 1`) names its targets, but no prerequisite or recipe; an `=` inside a
+          // reference (`test: $(SRCS:.c=.o)`, a substitution reference) does not make one.
+          const prereqs = /=/.test(outsideReferences(before)) ? [] : words(expand(before.replace("|", " "), vars, 0));
+          globbed = null;
           const r: Rule = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
           const ordinary = targets.find((t) => !t.startsWith(".") && !t.includes("%"));
           if (ordinary !== undefined && !readFirstFiles.has(makefile)) {
@@ -598,6 +605,55 @@ const EXPANSION_BUDGET = 2_000;
 const MAX_EXPANSION = 64 * 1024;
 let budget = 0;
 
+/**
+ * While a rule's targets and prerequisites are expanded: what a `$(wildcard …)` pattern names (globIn), or null to keep
+ * it as written (an include line's, matched as a glob against the files a check writes).
+ */
+let globbed: ((pattern: string) => string[] | null) | null = null;
+
+/** At most this many names from one wildcard pattern of a rule; past them (or a folder not read) it stays as written. */
+const MAX_GLOBBED = 4096;
+
+/**
+ * The files a rule's wildcard pattern names now, read from make's folder `dir` (from the repository's root), as make's
+ * `$(wildcard)` gives them (relative to that folder, dot files only for a pattern that starts with a dot): only a
+ * pattern whose last part alone holds `*`, `?` or `[`, in a folder inside the checkout; null for any other (kept as
+ * written). The held-back and committed sources are there before the first check runs.
+ */
+function globIn(checkout: string, dir: string, pattern: string, memo: Map<string, string[] | null>): string[] | null {
+  if (memo.has(pattern)) return memo.get(pattern)!;
+  let out: string[] | null = null;
+  const slash = pattern.lastIndexOf("/");
+  const [folder, base] = [pattern.slice(0, slash + 1), pattern.slice(slash + 1)];
+  if (/[*?[]/.test(base) && !/[*?[\\\u0001\u0002]/.test(folder) && !/[\\\u0001\u0002]/.test(base) && !path.posix.isAbsolute(pattern)) {
+    const from = fromRun(dir, folder || ".");
+    const real = from === null ? null : from === "" ? "" : realInside(checkout, from);
+    if (real !== null && memo.size < MAX_FOLDERS * 64)
+      try {
+        const match = picomatch(base, { dot: base.startsWith(".") });
+        const names = readdirSync(path.join(checkout, real)).filter((f) => match(f));
+        out = names.length <= MAX_GLOBBED ? names.sort().map((f) => folder + f) : null;
+      } catch {
+        out = null;
+      }
+  }
+  memo.set(pattern, out);
+  return out;
+}
+
+/** A rule line's text without its references (`$(…)`, `${…}`): where a `=` makes it a target-specific variable. */
+function outsideReferences(s: string): string {
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === "$" && (s[i + 1] === "(" || s[i + 1] === "{")) {
+      const end = closing(s, i + 1);
+      if (end < 0) return out + s.slice(i);
+      i = end;
+    } else out += s[i];
+  }
+  return out;
+}
+
 /** One line's text expanded (expand) within a fresh EXPANSION_BUDGET. */
 function expandLine(text: string, vars: Map<string, string>): string {
   budget = EXPANSION_BUDGET;
@@ -699,6 +755,11 @@ function reference(body: string, vars: Map<string, string>, depth: number): stri
         .join(" ");
     switch (name) {
       case "wildcard":
+        if (globbed)
+          return words(args.join(" "))
+            .flatMap((w) => globbed?.(w) ?? [w])
+            .join(" ");
+        return args.join(",");
       case "sort":
       case "strip":
         return args.join(",");
