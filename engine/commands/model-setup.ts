@@ -98,6 +98,8 @@ async function startOnEngine(
   if (first.state !== "running") return first;
   // Ctrl-C ends the start in the engine too (it would otherwise go on downloading for a command that is gone)
   const cancel = () => {
+    // said, so the person knows what became of the server being started (the command used to end without a word)
+    process.stderr.write("\nocw: Ctrl-C: the start is cancelled in the engine; a server it launched is stopped and no target is saved\n");
     void client.setup.cancel
       .mutate({ jobId: first.jobId })
       .catch(() => undefined)
@@ -164,10 +166,15 @@ class InputError extends SetupError {
   }
 }
 
-function int(v: string | undefined, flag: string, min = 1): number | undefined {
+/** The engine's bounds (shared/setup.ts, shared/fit.ts): said here with the flag, not as the API schema words them. */
+const MAX_SLOTS = 256;
+const MAX_CTX = 1_048_576;
+
+function int(v: string | undefined, flag: string, min = 1, max?: number, unit = ""): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isInteger(n) || n < min) throw new InputError(`${flag} must be an integer ≥ ${min} (got "${v}")`);
+  if (max !== undefined && n > max) throw new InputError(`${flag} must be at most ${max}${unit} (got "${v}")`);
   return n;
 }
 
@@ -284,16 +291,17 @@ export async function runFit(o: FitCommandOptions, port: SetupPort = enginePort(
  */
 async function runFitPlan(o: FitCommandOptions, port: SetupPort = enginePort("cli:ocw fit")): Promise<CommandOutput> {
   try {
-    const slots = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
+    const slots = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots", 1, MAX_SLOTS);
     // `--ctx` without --gguf/--metadata is the context per slot, as `ocw setup --ctx` (it was read from a field no flag
     // sets, so `ocw fit --ctx 65536`, or `--ctx abc`, was silently ignored).
-    const ctxPerSlot = int(o.ctxPerSlot ?? o.ctx, "--ctx", 1024);
-    const minCtx = int(o.minCtx, "--min-ctx", 1024);
+    const ctxPerSlot = int(o.ctxPerSlot ?? o.ctx, "--ctx", 1024, MAX_CTX, " tokens");
+    const minCtx = int(o.minCtx, "--min-ctx", 1024, MAX_CTX, " tokens");
     if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const runtime = o.runtime ?? "llama.cpp";
     if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
     const out = await port.plan({
-      model: o.model,
+      // a file here is named to the engine by its absolute path (the engine's working directory is not this shell's)
+      model: o.model && existsSync(o.model) ? path.resolve(o.model) : o.model,
       slots,
       minCtx,
       ctxPerSlot,
@@ -375,7 +383,11 @@ async function runStartCommand(
   log: (l: string) => void,
   port: SetupPort,
 ): Promise<CommandOutput> {
-  const minCtx = int(o.minCtx, "--min-ctx", 1024);
+  const minCtx = int(o.minCtx, "--min-ctx", 1024, MAX_CTX, " tokens");
+  const fromEnv = !o.llamaServer && o.runtime === "llama.cpp" && process.env.LLAMA_SERVER ? process.env.LLAMA_SERVER : undefined;
+  if (fromEnv && !existsSync(fromEnv))
+    throw new InputError(`LLAMA_SERVER (${fromEnv}, from this shell) names no file: fix or unset it, or pass --llama-server PATH`);
+  const llamaServer = o.llamaServer ?? fromEnv;
   if (ctx !== undefined && ctx < 1024) throw new InputError(`--ctx must be ≥ 1024 tokens per slot (got ${ctx})`);
   if (ctx !== undefined && minCtx !== undefined) throw new InputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
   // asked once the plan is known (what will be downloaded and started), before any download
@@ -404,8 +416,10 @@ async function runStartCommand(
       acceptUnderpowered: o.acceptUnderpowered,
       benchSec: benchSecOf(o.benchSec),
       ...(o.allowSlow ? { allowSlow: true } : {}),
-      // a path on this machine, given to the engine as an absolute one (the engine's checks name it so)
-      ...(o.llamaServer ? { llamaServer: path.resolve(o.llamaServer) } : {}),
+      // a path on this machine, given to the engine as an absolute one (the engine's checks name it so); without the
+      // flag, this shell's LLAMA_SERVER: the engine's own environment is the one it was started with, which may lack it
+      // (an engine `ocw doctor` or the app started), and the runtime phase would go to download a release instead
+      ...(llamaServer ? { llamaServer: path.resolve(llamaServer) } : {}),
     },
     {
       yes: !!o.yes,
@@ -484,8 +498,8 @@ export async function runSetup(o: SetupCommandOptions, port: SetupPort = engineP
   try {
     const modes = [o.runtime ? "runtime" : null, o.capture ? "capture" : null, o.provider ? "provider" : null].filter(Boolean);
     if (modes.length !== 1) throw new InputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
-    const slots = int(o.slots, "--slots");
-    const ctx = int(o.ctx, "--ctx");
+    const slots = int(o.slots, "--slots", 1, MAX_SLOTS);
+    const ctx = int(o.ctx, "--ctx", 1, MAX_CTX, " tokens");
     if (o.runtime) {
       if (!["llama.cpp", "vllm", "sglang"].includes(o.runtime))
         throw new InputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
@@ -670,6 +684,22 @@ export async function runTargetRemove(
 
 export async function runServingStop(o: { target?: string } = {}, port: SetupPort = enginePort("cli:ocw serving stop")): Promise<CommandOutput> {
   const r = await port.stopServing(o.target);
+  if (o.target && !r.stopped.length && !r.alreadyGone.length) {
+    // nothing recorded for it: a server ocw did not start (captured) is left alone, an unknown id is bad input
+    const t = (await port.targets()).targets.find((x) => x.id === o.target);
+    if (!t)
+      return {
+        code: 2,
+        stdout: "",
+        stderr: `ocw: no target or model server "${o.target}" (\`ocw serving list\` lists the servers ocw started, \`ocw targets\` the targets)\n`,
+      };
+    const where = t.serving.engine === "api" ? "an API provider" : `${t.endpoint}, not started by ocw`;
+    return {
+      code: 1,
+      stdout: "",
+      stderr: `ocw: ${o.target} is ${where}: ocw leaves it running (stop it where you started it); \`ocw target remove ${o.target}\` forgets the target\n`,
+    };
+  }
   const lines = [
     ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
     ...r.alreadyGone.map((s) =>

@@ -7,6 +7,7 @@ import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync,
 import { once } from "node:events";
 import path from "node:path";
 import { SetupError, type SetupErrorData } from "./errors";
+import { describeFetchError } from "../net";
 
 export interface DownloadProgress {
   received: number;
@@ -71,7 +72,8 @@ export async function downloadFile(o: DownloadOptions): Promise<{ path: string; 
     res = await f(o.url, { headers, signal: o.signal, redirect: "follow" });
   } catch (e) {
     if (o.signal?.aborted) throw new DownloadError(`download cancelled; ${start} bytes kept in ${part} for resume`);
-    throw new DownloadError(`cannot download ${o.url}: ${(e as Error).message}`);
+    // the root cause in words (offline: the name does not resolve), never undici's bare "fetch failed"
+    throw new DownloadError(`cannot download ${o.url}: ${describeFetchError(e, o.url)}`);
   }
   if (res.status === 416 && o.expectedSize && start === o.expectedSize) {
     // already complete

@@ -249,7 +249,8 @@ async function readGguf(src: ByteSource, opts: ReadGgufOptions = {}): Promise<Gg
         throw e;
       }),
     );
-    if (magic !== "GGUF") throw new GgufError(`${src.describe} is not a GGUF file (magic ${JSON.stringify(magic)})`);
+    if (magic !== "GGUF")
+      throw new GgufError(`${src.describe} is not a GGUF file (magic ${JSON.stringify(magic)}): pass a .gguf model file (llama.cpp's format)`);
     const version = await c.u32();
     if (version < 2 || version > 3) throw new GgufError(`${src.describe}: unsupported GGUF version ${version}`);
     const nTensors = await c.u64();

@@ -164,7 +164,9 @@ export async function loadGguf(ref: string, headers: Record<string, string> = {}
     try {
       files.push(await readGgufFrom(n));
     } catch (e) {
-      throw new ModelSourceError(`${n}: ${(e as Error).message}`);
+      // the reader's message names the file already (it said it three times with the prefixes above it)
+      const m = (e as Error).message;
+      throw new ModelSourceError(m.includes(n) ? m : `${n}: ${m}`);
     }
   }
   const f = mergeShards(files);

@@ -15,8 +15,10 @@ interface CapturedEndpoint {
   models: string[];
   totalSlots: number | null;
   perSlotCtx: number | null;
-  /** 401/403 without a key. */
+  /** 401/403 with the key given (none, or a wrong one). */
   needsKey: boolean;
+  /** The status of that refusal. */
+  keyStatus?: number;
   build: string | null;
   notes: string[];
   /** 503 "Loading model": a llama-server binds its port before it loads the model and answers 503 until it is ready. */
@@ -89,6 +91,7 @@ export async function probeEndpoint(url: string, key: string | null = null, time
     const loading = /loading model/i.test(models.text);
     return { url: `${root}/v1`, engine: loading ? "llama.cpp" : engine, models: ids, totalSlots, perSlotCtx, needsKey, build, notes, loading };
   }
+  if (needsKey) return { url: `${root}/v1`, engine, models: ids, totalSlots, perSlotCtx, needsKey, keyStatus: models.status, build, notes };
   if (perSlotCtx === null) {
     const m = models.body?.data?.[0];
     perSlotCtx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;

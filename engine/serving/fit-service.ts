@@ -331,7 +331,8 @@ async function planLlama(
     }
   } catch (e) {
     // a file, repo or URL that cannot be read or sized (ModelSourceError, MetadataError, EstimateError, the Hub …)
-    input(`${i.model}: ${(e as Error).message.split("\n")[0]}`, "model");
+    const m = (e as Error).message.split("\n")[0]!;
+    input(m.includes(i.model) ? m : `${i.model}: ${m}`, "model");
   }
   return refuseSlow(result, slots, allowSlow);
 }

@@ -10,6 +10,7 @@ import { OcwError } from "../../shared/errors";
 import type { ServerView } from "../../shared/servers";
 import { readKey } from "./keys";
 import { startLlamaServer } from "./llama-server";
+import { classifyLog } from "./start-common";
 import { processStartTime } from "../process";
 import { listServing, putServing, type ServingRecord, updateServing, servingAlive, startSupervised, stopServing, supervisorCommand } from "./setup";
 
@@ -94,10 +95,21 @@ export async function serverRestartApi(id: string, o: { readyTimeoutMs?: number 
         out.push(rec);
       }
     } catch (e) {
-      throw new OcwError("unavailable", `${r.targetId} did not start again: ${(e as Error).message.split("\n")[0]} (log: ${r.logFile})`);
+      throw new OcwError("unavailable", restartFailure(r.targetId, (e as Error).message, null, r.logFile, r.port));
     }
   }
   return out.map(view);
+}
+
+/**
+ * Why a recorded server did not start again, with what to do. The commonest: its port, recorded with the target (the
+ * workers' endpoint), was taken by another process while the server was stopped.
+ */
+export function restartFailure(id: string, message: string, logLine: string | null, logFile: string, port: number): string {
+  const c = classifyLog(logLine ?? message);
+  if (c?.kind === "port")
+    return `${id} did not start again: port ${port} is taken by another process now (${c.logLine}): stop what holds it (\`ss -ltnp 'sport = :${port}'\` names it) and restart, or set the model up again with \`ocw setup\` (a free port) (log: ${logFile})`;
+  return `${id} did not start again: ${message.split("\n")[0]} (log: ${logFile})`;
 }
 
 /** Stops the server(s) and forgets them, with their generated key. The target stays (delete it on its own). */

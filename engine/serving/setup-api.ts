@@ -262,7 +262,9 @@ export function setupStartApi(input: SetupStartInput, store: TargetStore, publis
   if (i.llamaServer) checkLlamaServerPath(i.llamaServer);
   const running = [...jobs.values()].find((j) => j.job.state === "running");
   if (running)
-    throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
+    throw new SetupApiInputError(
+      `a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it (Ctrl-C in the \`ocw setup\` that started it, or Cancel in Setup)`,
+    );
   const jobId = randomBytes(6).toString("hex");
   const abort = new AbortController();
   let first: SetupJob | null = null;

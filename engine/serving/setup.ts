@@ -128,7 +128,9 @@ export function finish(store: TargetStore, target: Target, v: VerifyResult, o: C
   const t: Target = { ...target, outcome: v.outcome, verifiedAt: new Date().toISOString(), checks: v.checks };
   if (v.outcome === "cannot-build" && o.saveCannotBuild === false) return { target: t, active: false, saved: false };
   const activate = v.outcome === "built" || (v.outcome === "underpowered" && !!o.acceptUnderpowered);
-  return { target: store.save(t, activate), active: activate, saved: true };
+  const saved = store.save(t, activate);
+  // the target in use set up again stays in use (the store keeps it active): said so, not "not active"
+  return { target: saved, active: activate || store.list().active === saved.id, saved: true };
 }
 
 /** Saves a capture/provider target without any request, by the person's choice; it is made active. */
@@ -324,6 +326,11 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
         : `${url} answers 503 (unavailable): capture it once it serves`,
     );
   if (ep.needsKey && !key) throw new SetupInputError(`${url} requires a key: pass --api-key-env VAR with VAR holding it`);
+  // a key was sent and refused: said as such (its models list came back empty, which read as "lists no model")
+  if (ep.needsKey)
+    throw new SetupInputError(
+      `${url} refused the key in ${o.apiKeyEnv} (HTTP ${ep.keyStatus ?? 401}): export ${o.apiKeyEnv} with the key the server was started with (llama-server's --api-key or LLAMA_API_KEY)`,
+    );
   if (o.model && ep.models.length && !ep.models.includes(o.model)) {
     throw new SetupInputError(`${url} serves ${ep.models.join(", ")}, not ${o.model}; pass one of those with --model`);
   }

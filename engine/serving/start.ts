@@ -497,9 +497,11 @@ async function runtimeLlamaPhase(c: StartCtx, plan: LlamaPlan): Promise<LlamaPla
     }).catch((e) => {
       throw new StartError({
         kind: "runtime",
-        cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`,
+        // the remedy says how to build one: not twice in the line
+        cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config().OCW_LLAMA_RELEASES_URL ?? "https://github.com").replace(/; build from source with scripts\/build-llama-server\.sh$/, "")}`,
         logLine: null,
-        remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh",
+        remedy:
+          "pass a llama-server you have (--llama-server PATH, or LLAMA_SERVER=PATH where `ocw setup` runs), or build one with scripts/build-llama-server.sh (git, cmake and a C++ compiler; it takes llama.cpp's source from the npm package node-llama-cpp, not from GitHub; ≈ 10 minutes on 2 cores)",
       });
     });
     bin = got.bin;
