@@ -1,5 +1,10 @@
 import { z } from "zod";
 
+/** The most slots (workers at once) a model server is planned or started with. */
+export const MAX_SLOTS = 256;
+/** The most context per slot, in tokens, a plan or a start takes. */
+export const MAX_CTX_PER_SLOT = 1_048_576;
+
 /**
  * The model-setup contract shared by `ocw fit --json`, the engine's `setup.*` API routes and the GUI wizard.
  * `ocw fit [--model REPO|FILE] [--slots N] [--min-ctx TOKENS] --json` prints a FitResult.
@@ -128,8 +133,8 @@ export type FitResult = z.infer<typeof FitResult>;
 
 export const FitInput = z.object({
   model: z.string().min(1).optional(),
-  slots: z.number().int().min(1, "slots must be ≥ 1").max(256, "at most 256 slots").optional(),
-  minCtx: z.number().int().min(1024, "the minimum context per slot must be ≥ 1024 tokens").max(1_048_576).optional(),
+  slots: z.number().int().min(1, "slots must be ≥ 1").max(MAX_SLOTS, `at most ${MAX_SLOTS} slots`).optional(),
+  minCtx: z.number().int().min(1024, "the minimum context per slot must be ≥ 1024 tokens").max(MAX_CTX_PER_SLOT).optional(),
   /** Plan models too slow for an agent (below 8 tokens/s per slot) instead of refusing them. */
   allowSlow: z.boolean().optional(),
 });
@@ -182,7 +187,7 @@ export type FitFileInput = z.infer<typeof FitFileInput>;
 
 /** `ocw fit` (the planner) with the CLI's options: what FitInput has, plus the runtime and an exact context per slot. */
 export const FitPlanInput = FitInput.extend({
-  ctxPerSlot: z.number().int().min(1024).max(1_048_576).optional(),
+  ctxPerSlot: z.number().int().min(1024).max(MAX_CTX_PER_SLOT).optional(),
   runtime: z.enum(["llama.cpp", "vllm", "sglang"]).optional(),
 });
 export type FitPlanInput = z.infer<typeof FitPlanInput>;

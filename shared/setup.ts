@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { Price } from "./cost";
-import { FitPick } from "./fit";
+import { FitPick, MAX_CTX_PER_SLOT, MAX_SLOTS } from "./fit";
 import { EnvVarName, Target, TargetBench, TargetCheck } from "./target";
 
 /**
@@ -22,7 +22,7 @@ const TargetId = z
 const Common = {
   /** Name of the environment variable (in the engine's environment) that holds the key; never the key itself. */
   apiKeyEnv: EnvVarName.optional(),
-  slots: z.number().int().min(1, "slots must be ≥ 1").max(256, "at most 256 slots").optional(),
+  slots: z.number().int().min(1, "slots must be ≥ 1").max(MAX_SLOTS, `at most ${MAX_SLOTS} slots`).optional(),
   /** Target id; default derived from the model and port. */
   id: TargetId.optional(),
   /** Make an underpowered target (reachable, but it failed the coding task or the tool call) active anyway. */
@@ -84,11 +84,11 @@ export type SetupRuntime = z.infer<typeof SetupRuntime>;
 export const SetupStartInput = z.object({
   /** A catalog id (`qwen3.6-27b`, `repo:QUANT`), a Hub repo `owner/repo[:QUANT]`, `hf:…`, an URL or a local .gguf; default: the planner's pick. */
   model: z.string().trim().min(1).optional(),
-  slots: z.number().int().min(1, "slots must be ≥ 1").max(256, "at most 256 slots").optional(),
+  slots: z.number().int().min(1, "slots must be ≥ 1").max(MAX_SLOTS, `at most ${MAX_SLOTS} slots`).optional(),
   /** Minimum context per slot the plan must give (default 32,768). */
-  minCtx: z.number().int().min(1024, "the minimum context per slot must be ≥ 1024 tokens").max(1_048_576).optional(),
+  minCtx: z.number().int().min(1024, "the minimum context per slot must be ≥ 1024 tokens").max(MAX_CTX_PER_SLOT).optional(),
   /** Exactly this context per slot (instead of minCtx; the planner still chooses quant, cache and placement). */
-  ctx: z.number().int().min(1024, "the context per slot must be ≥ 1024 tokens").max(1_048_576).optional(),
+  ctx: z.number().int().min(1024, "the context per slot must be ≥ 1024 tokens").max(MAX_CTX_PER_SLOT).optional(),
   runtime: SetupRuntime.default("llama.cpp"),
   id: TargetId.optional(),
   acceptUnderpowered: z.boolean().default(false),

@@ -9,7 +9,7 @@
  * Exit codes: 0 ok/built, 3 underpowered, 2 bad input (one line saying what to do).
  */
 import type { Command } from "commander";
-import type { FitFileInput, FitPlanInput } from "../../shared/fit";
+import { type FitFileInput, type FitPlanInput, MAX_CTX_PER_SLOT, MAX_SLOTS } from "../../shared/fit";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../../shared/setup";
@@ -166,10 +166,6 @@ class InputError extends SetupError {
   }
 }
 
-/** The engine's bounds (shared/setup.ts, shared/fit.ts): said here with the flag, not as the API schema words them. */
-const MAX_SLOTS = 256;
-const MAX_CTX = 1_048_576;
-
 function int(v: string | undefined, flag: string, min = 1, max?: number, unit = ""): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
@@ -294,8 +290,8 @@ async function runFitPlan(o: FitCommandOptions, port: SetupPort = enginePort("cl
     const slots = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots", 1, MAX_SLOTS);
     // `--ctx` without --gguf/--metadata is the context per slot, as `ocw setup --ctx` (it was read from a field no flag
     // sets, so `ocw fit --ctx 65536`, or `--ctx abc`, was silently ignored).
-    const ctxPerSlot = int(o.ctxPerSlot ?? o.ctx, "--ctx", 1024, MAX_CTX, " tokens");
-    const minCtx = int(o.minCtx, "--min-ctx", 1024, MAX_CTX, " tokens");
+    const ctxPerSlot = int(o.ctxPerSlot ?? o.ctx, "--ctx", 1024, MAX_CTX_PER_SLOT, " tokens");
+    const minCtx = int(o.minCtx, "--min-ctx", 1024, MAX_CTX_PER_SLOT, " tokens");
     if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const runtime = o.runtime ?? "llama.cpp";
     if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
@@ -383,7 +379,7 @@ async function runStartCommand(
   log: (l: string) => void,
   port: SetupPort,
 ): Promise<CommandOutput> {
-  const minCtx = int(o.minCtx, "--min-ctx", 1024, MAX_CTX, " tokens");
+  const minCtx = int(o.minCtx, "--min-ctx", 1024, MAX_CTX_PER_SLOT, " tokens");
   const fromEnv = !o.llamaServer && o.runtime === "llama.cpp" && process.env.LLAMA_SERVER ? process.env.LLAMA_SERVER : undefined;
   if (fromEnv && !existsSync(fromEnv))
     throw new InputError(`LLAMA_SERVER (${fromEnv}, from this shell) names no file: fix or unset it, or pass --llama-server PATH`);
@@ -499,7 +495,7 @@ export async function runSetup(o: SetupCommandOptions, port: SetupPort = engineP
     const modes = [o.runtime ? "runtime" : null, o.capture ? "capture" : null, o.provider ? "provider" : null].filter(Boolean);
     if (modes.length !== 1) throw new InputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
     const slots = int(o.slots, "--slots", 1, MAX_SLOTS);
-    const ctx = int(o.ctx, "--ctx", 1, MAX_CTX, " tokens");
+    const ctx = int(o.ctx, "--ctx", 1, MAX_CTX_PER_SLOT, " tokens");
     if (o.runtime) {
       if (!["llama.cpp", "vllm", "sglang"].includes(o.runtime))
         throw new InputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
