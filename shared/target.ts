@@ -58,7 +58,10 @@ export type TargetBench = z.infer<typeof TargetBench>;
 /** The benchmark in one line for people (`ocw setup`, `ocw targets`, the wizard). */
 export function benchText(b: TargetBench): string {
   const f = (x: number | null) => (x === null ? "?" : String(Math.round(x)));
-  return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${b.warning ? ` — ${b.warning}` : ""}`;
+  const warning = b.warning ? ` — ${b.warning}` : "";
+  // one slot: one stream is the slot at full load, so there is no "in all" to add
+  if (b.slots === 1) return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream, the only slot)${warning}`;
+  return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${warning}`;
 }
 
 /**

@@ -102,6 +102,34 @@ describe("benchmark after start", () => {
     expect(b.warning).toMatch(/6 tokens\/s per stream with all 4 slots busy .*too slow for agents/);
   });
 
+  it("one slot: one stream alone is all there is to measure — no redundant round, and never '1 streams'", async () => {
+    const s = await stub({ timings: true, decodeTotal: 40 });
+    servers.push(s);
+    const notes: string[] = [];
+    const b = await benchmarkEndpoint({
+      url: s.url,
+      model: "m",
+      key: null,
+      engine: "llama.cpp",
+      slots: 1,
+      perSlotCtx: 8192,
+      budgetSec: 0,
+      onProgress: (_n, note) => notes.push(note),
+    });
+    // a zero budget: one request alone, and no "round" of one stream more
+    expect(s.bodies).toHaveLength(1);
+    expect(b).toMatchObject({ slots: 1, requests: 1, failed: 0, decodeTps1: 40, decodeTpsN: 40, decodeTpsPerStreamN: 40, warning: null });
+    expect(notes.join("\n")).not.toMatch(/\b1 streams\b/);
+    expect(benchLine(b)).not.toMatch(/\b1 streams\b/);
+    expect(benchLine(b)).toMatch(/^measured: prefill 1500 tok\/s, decode 40 tok\/s \(1 stream, the only slot\)$/);
+    // too slow with its one slot: said of that slot, not "all 1 slots"
+    const slow = await stub({ timings: true, decodeTotal: 5 });
+    servers.push(slow);
+    const w = await benchmarkEndpoint({ url: slow.url, model: "m", key: null, engine: "llama.cpp", slots: 1, perSlotCtx: 8192, budgetSec: 0 });
+    expect(w.warning).toMatch(/^measured 5 tokens\/s with its one slot busy \(under 8\): too slow for agents/);
+    expect(w.warning).not.toMatch(/all 1 slots/);
+  });
+
   it("falls back to the stream's clock where the server sends no timings", async () => {
     const s = await stub({ timings: false });
     servers.push(s);

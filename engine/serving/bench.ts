@@ -2,7 +2,8 @@
  * The benchmark after a model server starts or is captured (issue 27): prompt processing (prefill) and generation
  * (decode) tokens/s, one stream alone and then N streams at once (N = the target's slots), over the OpenAI-compatible
  * endpoint every worker uses. Bounded by a time budget (OCW_SETUP_BENCH_SEC, 30 s by default): the single-stream part takes
- * about a third of it, the N-stream rounds the rest; at least one request and one round always run.
+ * about a third of it, the N-stream rounds the rest; at least one request and one round always run. With one slot there is
+ * no N: the single-stream requests take the whole budget, and their figures are the slot's at full load too.
  *
  * Figures: llama-server's own `timings` (prompt_per_second, predicted_per_second, in the last chunk of a stream) where
  * the server reports them; otherwise the client's clock — prefill = prompt tokens ÷ time to the first token, decode =
@@ -20,7 +21,6 @@ import { config } from "../config";
 import { MIN_AGENT_TOK_PER_SEC } from "../models";
 import { readBounded, sseData } from "../net";
 import { STALE_CONNECTION } from "./http";
-import { counted } from "../../shared/words";
 
 interface BenchOptions {
   /** The OpenAI-compatible base URL (…/v1). */
@@ -224,7 +224,9 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
   const all: One[] = [];
   const single: One[] = [];
   let n = 0;
-  // one stream alone: until a third of the budget is spent (at least one request, at most 5)
+  // one stream alone: until a third of the budget is spent (at least one request, at most 5); with one slot that is all
+  // there is to measure, so the whole budget (a "round" of one stream would measure the same again)
+  const oneSlot = slots === 1;
   do {
     if (o.signal?.aborted) throw o.signal.reason;
     const t = performance.now();
@@ -233,22 +235,23 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
     single.push(r);
     all.push(r);
     o.onProgress?.(++n, `1 stream: ${r.ok ? `${round1(r.decodeTps)} tokens/s` : r.error}`);
-  } while (single.length < 5 && elapsed() < budgetMs / 3);
-  // N streams at once: rounds until the budget is spent (at least one, at most 5)
-  const rounds: One[][] = [];
+  } while (single.length < 5 && elapsed() < (oneSlot ? budgetMs : budgetMs / 3));
+  // N streams at once: rounds until the budget is spent (at least one, at most 5); one slot: each request alone is a round
+  const rounds: One[][] = oneSlot ? single.map((r) => [r]) : [];
   // N streams at once take up to N times one alone where the machine runs them one after another (a CPU shared with other
   // work: two llama-servers of 2 threads each on 2 cores took 9 times as long a round): each stream of a round is given
   // three times that (at most 10 minutes), never less than one request alone. At 60 s a slow but working server's round
   // read "no answer", and nothing was measured with N streams.
   const roundTimeoutMs = Math.max(timeoutMs, Math.min(600_000, Math.ceil(slowestSingleMs * slots * 3)));
-  do {
-    if (o.signal?.aborted) throw o.signal.reason;
-    const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o, promptTokens, maxTokens, roundTimeoutMs)));
-    rounds.push(rs);
-    all.push(...rs);
-    n += rs.length;
-    o.onProgress?.(n, `${slots} streams: ${rs.filter((r) => r.ok).length} answered`);
-  } while (rounds.length < 5 && elapsed() < budgetMs);
+  if (!oneSlot)
+    do {
+      if (o.signal?.aborted) throw o.signal.reason;
+      const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o, promptTokens, maxTokens, roundTimeoutMs)));
+      rounds.push(rs);
+      all.push(...rs);
+      n += rs.length;
+      o.onProgress?.(n, `${slots} streams: ${rs.filter((r) => r.ok).length} answered`);
+    } while (rounds.length < 5 && elapsed() < budgetMs);
   const ok = (rs: One[]) => rs.filter((r) => r.ok);
   const okSingle = ok(single);
   // a round counts when every stream of it answered: its streams ran side by side
@@ -289,7 +292,7 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
  */
 function benchWarning(b: Pick<TargetBench, "decodeTpsPerStreamN" | "decodeTps1" | "slots" | "requests" | "failed">, firstError?: string): string | null {
   if (b.decodeTpsPerStreamN === null)
-    return `nothing was measured with ${counted(b.slots, "stream")} at once (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
+    return `nothing was measured${b.slots > 1 ? ` with ${b.slots} streams at once` : ""} (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
   const said: string[] = [];
   if (b.failed > 0)
     said.push(
@@ -297,7 +300,7 @@ function benchWarning(b: Pick<TargetBench, "decodeTpsPerStreamN" | "decodeTps1" 
     );
   if (b.decodeTpsPerStreamN < MIN_AGENT_TOK_PER_SEC)
     said.push(
-      `measured ${b.decodeTpsPerStreamN} tokens/s per stream with all ${b.slots} slots busy (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents — a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`,
+      `measured ${b.decodeTpsPerStreamN} tokens/s ${b.slots > 1 ? `per stream with all ${b.slots} slots busy` : "with its one slot busy"} (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents — a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`,
     );
   return said.length ? said.join("; ") : null;
 }
