@@ -214,3 +214,22 @@ export const SetupVerifyInput = z.object({
   acceptUnderpowered: z.boolean().optional(),
 });
 export type SetupVerifyInput = z.infer<typeof SetupVerifyInput>;
+
+/**
+ * setup.start's refusal of a llama-server path that names nothing on the engine's machine, in a client's words: the
+ * engine sends it with the data `{ field: "llamaServer", missing: PATH }`, and how to do without the path is the
+ * client's to say (the GUI: leave the field empty; \`ocw setup\`: leave out --llama-server).
+ */
+export function noLlamaServerText(missing: string, leaveOut = "give no llama-server path"): string {
+  return `no llama-server at ${missing} on the engine's machine: check the path, or ${leaveOut} to use the one found or the prebuilt release`;
+}
+
+/**
+ * The missing path of that refusal, from an error as a client holds it: the engine's own (its `detail`, in the same
+ * process) or the API's answer (`data.ocwData`); null for any other error.
+ */
+export function missingLlamaServer(err: unknown): string | null {
+  const e = err as { detail?: { data?: Record<string, unknown> }; data?: { ocwData?: Record<string, unknown> } } | null;
+  const data = e?.data?.ocwData ?? e?.detail?.data;
+  return data?.field === "llamaServer" && typeof data.missing === "string" ? data.missing : null;
+}

@@ -12,7 +12,7 @@ import type { Command } from "commander";
 import { type FitFileInput, type FitPlanInput, MAX_CTX_PER_SLOT, MAX_SLOTS } from "../../shared/fit";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../../shared/setup";
+import { missingLlamaServer, noLlamaServerText, type SetupJob, type SetupStartInput, type SetupVerifyInput } from "../../shared/setup";
 import { benchText, isAdhocTarget } from "../../shared/target";
 import { type ApiOutputs, type ClientKind, connect, type EngineClient } from "../api/client";
 import { nextEvent } from "../api/follow";
@@ -155,6 +155,9 @@ function setupFailure(err: unknown, kinds: string[] = []): string | null {
   const data = (err as { data?: { ocwKind?: string; code?: string } } | null)?.data;
   const kind = err instanceof SetupError ? err.kind : (data?.ocwKind ?? (data?.code === "BAD_REQUEST" ? "input" : undefined));
   if (!kind || (kinds.length && !kinds.includes(kind))) return null;
+  // a --llama-server that names nothing: the engine leaves how to do without it to the client (the GUI says its field)
+  const missing = missingLlamaServer(err);
+  if (missing !== null) return noLlamaServerText(missing, "leave out --llama-server");
   return String((err as Error).message ?? err).split("\n")[0]!;
 }
 
@@ -254,7 +257,8 @@ export async function runFit(o: FitCommandOptions, port: SetupPort = enginePort(
     const pick = out.recommendation;
     const lines = [
       `${h.name ?? h.source} (${h.arch}, ${h.kind}${h.quant ? `, ${h.quant}` : ""})`,
-      `context: n_ctx ${e.nCtx}, ${counted(e.slots, "slot")} × ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
+      // one slot holds the whole context: its KV is neither unified nor split between slots
+      `context: n_ctx ${e.nCtx}, ${e.slots === 1 ? "1 slot holds all of it" : `${counted(e.slots, "slot")} × ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}`}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
       `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
       `weights ${fmt(e.weightsBytes)}, compute ≈ ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
       ...e.perDevice

@@ -569,6 +569,11 @@ interface Proposal {
 interface ProposeOptions {
   /** Plan models that decode below MIN_AGENT_TOK_PER_SEC per slot too (the person's `--allow-slow`). */
   allowSlow?: boolean;
+  /**
+   * The one model a person named (the catalog given holds it alone): a plan that finds nothing says that model does not
+   * fit, and how large it is, where it would say no catalog model fits.
+   */
+  named?: string;
 }
 
 /** Whether every GPU shares the host's memory (Apple, AMD APUs): bandwidth-poor, so MoE models first (issue 27). */
@@ -676,7 +681,7 @@ export function propose(
   }
   slow.sort((x, y) => (y.speed?.decodeTokPerSecPerSlot ?? 0) - (x.speed?.decodeTokPerSecPerSlot ?? 0));
   if (found.length) return { pick: found[0]!, alternatives: found.slice(1), problem: null, ...(slow.length ? { slow } : {}) };
-  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog, slow), ...(slow.length ? { slow } : {}) };
+  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog, slow, opts.named), ...(slow.length ? { slow } : {}) };
 }
 
 /** What a refused slow plan would have given, and how to get a fast one or plan it anyway. */
@@ -749,6 +754,7 @@ function noFitProblem(
   verified: (id: string) => boolean,
   catalog: readonly CatalogEntry[],
   slow: FitPick[] = [],
+  named?: string,
 ): string {
   const mem = dev.gpus.length
     ? `${counted(dev.gpus.length, "GPU")} with ${(dev.gpus.reduce((a, g) => a + g.freeBytes, 0) / GiB).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`
@@ -768,6 +774,12 @@ function noFitProblem(
   }
   hints.push("or use an API provider: ocw setup --provider URL --model ID --api-key-env VAR");
   if (slow.length) return `${slowProblem(slow, slots)}; on this machine (${mem}): ${hints.join("; ")}`;
+  if (named) {
+    // why: the least it takes — its smallest quant's weights alone, before any KV cache or compute buffer
+    const smallest = catalog.flatMap((e) => e.quants).sort((a, b) => a.bytes - b.bytes)[0];
+    const size = smallest ? `: its smallest quant, ${smallest.quant}, is ${(smallest.bytes / GiB).toFixed(1)} GiB of weights before any KV cache` : "";
+    return `${named} does not fit ${counted(slots, "slot")} × ${minCtx} tokens on this machine (${mem})${size}; ${hints.join("; ")}`;
+  }
   return `no catalog model fits ${counted(slots, "slot")} × ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
 }
 

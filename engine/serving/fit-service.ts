@@ -281,13 +281,14 @@ async function planLlama(
     if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`, "model");
     // never below 4 bits when a ≥ 4-bit quant fits (issue 27); a quant named explicitly, or a smaller one when no
     // ≥ 4-bit quant fits, may be used (the person asked for this model)
-    const first = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow });
+    const first = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow, named: entry.name });
     result = first?.pick
       ? { pick: first.pick, alternatives: first.alternatives, problem: null }
       : { pick: null, alternatives: [], problem: first?.problem ?? null, ...(first?.slow?.length ? { refused: first.slow } : {}) };
     if (!result.pick) {
       const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact, {
         allowSlow,
+        named: entry.name,
       });
       if (small.pick && !repoQuant)
         small.pick.reason = `${small.pick.reason}; no ≥ 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;

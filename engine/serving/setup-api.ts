@@ -7,7 +7,7 @@ import { type CatalogView, FitInput, type FitResult } from "../../shared/fit";
 import { randomBytes } from "node:crypto";
 import { accessSync, constants, statSync } from "node:fs";
 import path from "node:path";
-import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, SetupStartInput } from "../../shared/setup";
+import { noLlamaServerText, SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, SetupStartInput } from "../../shared/setup";
 import { SetupProviderKeyInput } from "../../shared/servers";
 import { apiKeyFilePath, forgetApiKey, storeApiKey } from "./keys";
 import { runStartJob } from "./start";
@@ -304,9 +304,8 @@ function checkLlamaServerPath(p: string): void {
   try {
     st = statSync(p);
   } catch {
-    throw new SetupApiInputError(
-      `no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`,
-    );
+    // how to do without the path is each client's to say (missingLlamaServer / noLlamaServerText, shared/setup.ts)
+    throw new SetupApiInputError(noLlamaServerText(p), { field: "llamaServer", missing: p });
   }
   if (!st.isFile())
     throw new SetupApiInputError(

@@ -3,7 +3,7 @@
 // what to do. The job arrives as `setup` events; setup.job is read on mount (a start begun before a reload) and polled
 // as a fallback while it runs.
 import { useCallback, useEffect, useRef, useState } from "react";
-import type { SetupJob, SetupPhase, SetupStartInput } from "../../../../shared/setup";
+import { missingLlamaServer, noLlamaServerText, type SetupJob, type SetupPhase, type SetupStartInput } from "../../../../shared/setup";
 import { api, errorText } from "../../api";
 import { onEngineEvent, refreshTargets } from "../../store";
 import { counted } from "../../format";
@@ -80,7 +80,9 @@ export function useSetupJob(): { job: SetupJob | null; error: string | null; sta
       // its end may have come first (a start refused at once)
       setJob((prev) => newerJob(prev, j));
     } catch (err) {
-      setError(errorText(err));
+      // a llama-server path that names nothing: how to do without it is said of this screen's field
+      const missing = missingLlamaServer(err);
+      setError(missing !== null ? noLlamaServerText(missing, "leave the field empty") : errorText(err));
     }
   }, []);
   const cancel = useCallback(() => {
