@@ -220,7 +220,7 @@ test("a retried batch worker stays in its batch; Grades rows open their workers"
   const batch = page.getByRole("region", { name: `batch ${batchId}` });
   await expect(batch).toContainText("2 workers");
   for (const id of [failed, retried]) await expect(batch).toContainText(id);
-  for (const single of await page.getByRole("region", { name: "single tasks" }).all()) await expect(single).not.toContainText("Impossible");
+  for (const single of await page.getByRole("region", { name: "tasks outside batches" }).all()) await expect(single).not.toContainText("Impossible");
   expect(await engine.client.workers.batch.query({ batchId })).toMatchObject({ settled: true, builtRate: 0 });
   await batch.scrollIntoViewIfNeeded();
   await shot(page, VIEWPORTS[1], "retry-in-batch");

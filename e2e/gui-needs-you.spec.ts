@@ -63,7 +63,7 @@ test("needs you first: the ask, then running, then queued, then the settled batc
   await page.goto(engine.origin + "/#/");
   const sections = page.locator("section.batch");
   await expect(sections).toHaveCount(2);
-  await expect(sections.nth(0)).toHaveAttribute("aria-label", "single tasks");
+  await expect(sections.nth(0)).toHaveAttribute("aria-label", "tasks outside batches");
   await expect(sections.nth(1)).toHaveAttribute("aria-label", `batch ${ids.batch}`);
   await expect(sections.nth(0).locator(".card-title")).toHaveText(["Asks a person", "Runs long", "Waits its turn"]);
   const slots = page.getByRole("group", { name: "target scripted" });
@@ -143,14 +143,14 @@ test("filters by state, repository and batch, search by task text and id, and fo
   await expect(page.getByRole("region", { name: `batch ${ids.batch}` })).toHaveCount(0);
   await page.getByRole("checkbox", { name: "Archived (1)" }).check();
   await expect(page.getByRole("region", { name: `batch ${ids.batch}` })).toBeVisible();
-  await expect(page.getByRole("region", { name: "single tasks" })).toHaveCount(0);
+  await expect(page.getByRole("region", { name: "tasks outside batches" })).toHaveCount(0);
   await shot(page, "1440-archived");
   await page
     .getByRole("region", { name: `batch ${ids.batch}` })
     .getByRole("button", { name: "Unarchive" })
     .click();
   // The last archived batch taken back: the live view again, with it.
-  await expect(page.getByRole("region", { name: "single tasks" })).toBeVisible();
+  await expect(page.getByRole("region", { name: "tasks outside batches" })).toBeVisible();
   await expect(page.getByRole("region", { name: `batch ${ids.batch}` })).toBeVisible();
   await expect(page.getByRole("checkbox", { name: /Archived/ })).toHaveCount(0);
 });

@@ -84,3 +84,26 @@ describe("a card's Approve / Reject names", () => {
     expect(askButtonName("Approve", "w-1", "x".repeat(500))).toBe(`Approve w-1's ${"x".repeat(40)}… ask`);
   });
 });
+
+describe("the section of workers not in a batch", () => {
+  it("is named for what it holds — single tasks and attempt groups alike — not 'Single tasks'", async () => {
+    const { BatchGroup } = await import("./Dashboard");
+    const w = (id: string, groupId: string | null): Worker => ({
+      ...reduceWorker(null, {
+        type: "worker.created",
+        workerId: id,
+        seq: 1,
+        ts: 1000,
+        spec: WorkerSpec.parse({ task: `Task of ${id}`, directory: "/repo" }),
+        batchId: null,
+        targetId: null,
+      }),
+      ...(groupId ? { groupId } : {}),
+    });
+    const group = { batchId: "", workers: [w("w-1", null), w("w-2", "g-1"), w("w-3", "g-1")], settled: false };
+    const html = renderToStaticMarkup(createElement(BatchGroup, { group: group as never, archived: false, onArchive: () => undefined, hits: null }));
+    expect(html).not.toMatch(/Single tasks/i);
+    expect(html).toContain("<h2 tabindex=\"-1\">Tasks outside batches</h2>");
+    expect(html).toContain('aria-label="tasks outside batches"');
+  });
+});

@@ -351,7 +351,7 @@ function FilterBar(p: {
       {batches.length > 0 && (
         <select aria-label="Batch" value={filter.batch} onChange={(e) => set({ batch: e.target.value })}>
           <option value="">All batches</option>
-          <option value="single">Single tasks</option>
+          <option value="single">Outside batches</option>
           {batches.map((b) => (
             <option key={b} value={b}>
               {batchLabel(b, names)}
@@ -368,7 +368,7 @@ function FilterBar(p: {
   );
 }
 
-function BatchGroup({
+export function BatchGroup({
   group,
   archived,
   onArchive,
@@ -384,7 +384,8 @@ function BatchGroup({
   const targets = useStore((s) => s.targets);
   const spend = useMemo(() => spendBy(workers, targets).get(""), [workers, targets]);
   const [renaming, setRenaming] = useState(false);
-  const label = batchId ? `Batch ${name ?? batchId}` : "Single tasks";
+  // not in a batch: single tasks and the cards of attempt groups alike
+  const label = batchId ? `Batch ${name ?? batchId}` : "Tasks outside batches";
   // A settled batch can be folded to its header line (remembered in this browser); it sinks below what needs you anyway.
   const [collapsedSet, setCollapsedSet] = useState(() => readSet(COLLAPSE_KEY));
   const collapsible = !!batchId && group.settled;
@@ -410,7 +411,7 @@ function BatchGroup({
     { key: "queued", n: count((w) => w.state === "queued"), label: "queued" },
   ];
   return (
-    <section className={`batch ${collapsed ? "collapsed" : ""}`} aria-label={batchId ? `batch ${batchId}` : "single tasks"}>
+    <section className={`batch ${collapsed ? "collapsed" : ""}`} aria-label={batchId ? `batch ${batchId}` : "tasks outside batches"}>
       {/* Two parts that wrap each on its own: what the batch is (its name, Name…, counts, cost) and what to do with it
           (Merge all built, Archive), kept together on the first line while the window allows, else on a line below. */}
       <header className="batch-head">
@@ -444,7 +445,7 @@ function BatchGroup({
                 {" "}
                 <span
                   className="batch-cost"
-                  aria-label={`cost of ${batchId ? `batch ${batchId}` : "single tasks"}`}
+                  aria-label={`cost of ${batchId ? `batch ${batchId}` : "tasks outside batches"}`}
                   title="money on API targets, tokens on your own model"
                 >
                   {spendText(spend, tokens)}
