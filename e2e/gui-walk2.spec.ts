@@ -154,6 +154,9 @@ test("Setup on a 24 GB GPU machine: hardware, the model that fits, a dead captur
   await api.getByLabel(/^Key environment variable/).fill("OCW_WALK2_NOT_SET");
   await api.getByRole("button", { name: "Verify and save" }).click();
   await expect(api.getByRole("alert")).toContainText("OCW_WALK2_NOT_SET is not set in the engine's environment");
+  // the engine's `ocw stop` in its message shows as code, not between raw backticks
+  await expect(api.getByRole("alert").locator("code")).toHaveText(["ocw stop"]);
+  await expect(api.getByRole("alert")).not.toContainText("`");
   await api.scrollIntoViewIfNeeded();
   await shot(page, "setup-900-dark-provider-unset");
   const saved = page.getByRole("region", { name: "Saved targets" });

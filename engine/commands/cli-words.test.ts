@@ -74,8 +74,12 @@ describe("ocw fit --gguf: the KV cache of one slot", () => {
     expect(line).toBe("context: n_ctx 4096, 1 slot holds all of it");
   });
   it("several slots still say whether their KV is unified or split", async () => {
-    expect((await runFit({ gguf: "/m.gguf", parallel: "4" }, estimatePort(4, false))).stdout).toMatch(/^context: n_ctx 16384, 4 slots × 4096 per slot, KV split$/m);
-    expect((await runFit({ gguf: "/m.gguf", parallel: "4" }, estimatePort(4, true))).stdout).toMatch(/^context: n_ctx 16384, 4 slots × 4096 per slot, KV unified$/m);
+    expect((await runFit({ gguf: "/m.gguf", parallel: "4" }, estimatePort(4, false))).stdout).toMatch(
+      /^context: n_ctx 16384, 4 slots × 4096 per slot, KV split$/m,
+    );
+    expect((await runFit({ gguf: "/m.gguf", parallel: "4" }, estimatePort(4, true))).stdout).toMatch(
+      /^context: n_ctx 16384, 4 slots × 4096 per slot, KV unified$/m,
+    );
   });
 });
 

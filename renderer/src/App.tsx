@@ -8,6 +8,7 @@ import { desktop } from "./desktop";
 import { ago, counted, lostDetail, taskTitle, useNow } from "./format";
 import { dismissNotice, usePending, useStore } from "./store";
 import { applyTheme, readThemePref, THEME_PREFS, type ThemePref } from "./theme";
+import { EngineText } from "./components/EngineText";
 
 // The dashboard is in the app's first chunk; every other screen is a chunk of its own, so the first paint of the
 // dashboard does not wait for the wizard, the transcript or the forms. They are fetched once the app is idle, so
@@ -179,7 +180,8 @@ export function App() {
       <div className="notices" aria-live="polite" ref={noticesRef}>
         {notices.map((n) => (
           <div key={n.id} className={`notice notice-${n.level}`}>
-            <span>{n.message}</span>
+            {/* made safe by pushNotice (showUntrusted); the engine's code spans shown as code only where it said the words are its own */}
+            <span>{n.engineWords ? <EngineText text={n.message} /> : n.message}</span>
             <button type="button" className="btn ghost small" aria-label="Dismiss notice" onClick={() => dismissNotice(n.id)}>
               ×
             </button>

@@ -46,6 +46,8 @@ interface Notice {
   id: number;
   level: "info" | "warn" | "error";
   message: string;
+  /** The message is the GUI's and the engine's own words (an error the engine answered): its `code spans` show as code. */
+  engineWords?: boolean;
   ts: number;
 }
 
@@ -236,7 +238,7 @@ export async function loadTranscript(workerId: string): Promise<void> {
       partSeqs: { ...s.partSeqs, [workerId]: partSeq },
     }));
   } catch (err) {
-    pushNotice("error", `transcript of ${workerId}: ${errorText(err)}`);
+    pushNotice("error", `transcript of ${workerId}: ${errorText(err)}`, ENGINE_WORDS);
   } finally {
     loading.delete(workerId);
     loadingEvents.delete(workerId);
@@ -286,13 +288,19 @@ export function closeTranscript(workerId: string): void {
 
 let noticeSeq = 0;
 /**
+ * pushNotice's option for a notice of the GUI's and the engine's own words alone (an error the engine answered, after
+ * the GUI's words and an engine id): its code spans are shown as code. Never for one that holds a name or text a
+ * worker, a model or a repository chose (a branch, a command): those show as written. The message is made safe the same.
+ */
+export const ENGINE_WORDS = { engineWords: true } as const;
+/**
  * A notice, shown as a block of text that may hold a worker's or a repository's words (an engine error quoting a path,
  * a branch, a batch's name): line breaks stay, and every control, bidi or invisible character is shown marked whoever
  * made the message, so no caller has to remember it. The engine's own words are plain and show as they are.
  */
-export function pushNotice(level: Notice["level"], text: string): void {
+export function pushNotice(level: Notice["level"], text: string, o: { engineWords?: boolean } = {}): void {
   const message = showUntrusted(text, { block: true });
-  const n: Notice = { id: ++noticeSeq, level, message, ts: Date.now() };
+  const n: Notice = { id: ++noticeSeq, level, message, ...(o.engineWords ? { engineWords: true } : {}), ts: Date.now() };
   // The same notice again (a key pressed twice) replaces the one shown, fresh: one toast, not a stack of copies.
   set((s) => ({ notices: [...s.notices.filter((o) => o.level !== level || o.message !== message).slice(-19), n] }));
   if (level !== "error") setTimeout(() => dismissNotice(n.id), 8000);

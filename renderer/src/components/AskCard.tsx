@@ -7,6 +7,7 @@ import { ago, byText, counted, taskTitle, toolShown, useNow } from "../format";
 import { href } from "../router";
 import { pendingOf, pushNotice, useStore } from "../store";
 import { Diff } from "./LazyDiff";
+import { EngineText } from "./EngineText";
 
 /** A question ask with more questions than any client shows (shared/ask-view.ts): it can only be dismissed. */
 const tooManyQuestions = (ask: PermissionAsk) => ask.kind === "question" && (ask.questions?.length ?? 0) > QUESTIONS_SHOWN;
@@ -393,7 +394,7 @@ export function AskCard({
       </div>
       {error && (
         <div className="field-error" role="alert">
-          {error}
+          <EngineText text={error} />
         </div>
       )}
     </div>

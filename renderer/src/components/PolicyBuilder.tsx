@@ -6,6 +6,7 @@ import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
 import { describeRule, MAX_RULES, moveRow, parseRulesJson, RULE_TOOLS, rulesJson, validateRules, type RuleRow } from "../policy";
 import { counted } from "../format";
+import { EngineText } from "./EngineText";
 
 type Explanation = Awaited<ReturnType<typeof api.policies.explain.query>>;
 
@@ -194,7 +195,7 @@ export function PolicyBuilder() {
       </div>
       {msg && (
         <p className={`small ${msg.ok ? "" : "bad-text"}`} role="status">
-          {msg.text}
+          {msg.ok ? msg.text : <EngineText text={msg.text} />}
         </p>
       )}
 
@@ -226,7 +227,7 @@ export function PolicyBuilder() {
         {sample.what.trim() && !check.ok && <p className="small muted">Fix the rules above to try them.</p>}
         {explained && explained.for === sampleKey && "error" in explained && (
           <p className="field-error" role="alert">
-            {explained.error}
+            <EngineText text={explained.error} />
           </p>
         )}
         {ex && (

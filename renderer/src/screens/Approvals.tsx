@@ -7,7 +7,7 @@ import { Empty, useFocusKept } from "../components/common";
 import { toolShown } from "../format";
 import { GrantList } from "../components/Grants";
 import { grantsInView } from "../../../shared/grants";
-import { pushNotice, usePending, useStore } from "../store";
+import { pushNotice, usePending, useStore, ENGINE_WORDS } from "../store";
 
 /** Every pending ask across workers, oldest first. Keys: j/k move, a approve once, A always allow, r reject. */
 export function Approvals({ focus }: { focus?: string }) {
@@ -78,7 +78,7 @@ export function Approvals({ focus }: { focus?: string }) {
         // Select the next one right away so a run of keypresses walks the list.
         const next = pending[index + 1] ?? pending[index - 1];
         setSelectedId(next?.id ?? null);
-        decide(selected, d).catch((err) => pushNotice("error", `the ask from ${selected.workerId}: ${errorText(err)}`));
+        decide(selected, d).catch((err) => pushNotice("error", `the ask from ${selected.workerId}: ${errorText(err)}`, ENGINE_WORDS));
       };
       if ((e.key === "a" || e.key === "A" || e.key === "r") && !armed) {
         e.preventDefault();

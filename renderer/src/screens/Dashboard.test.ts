@@ -103,7 +103,7 @@ describe("the section of workers not in a batch", () => {
     const group = { batchId: "", workers: [w("w-1", null), w("w-2", "g-1"), w("w-3", "g-1")], settled: false };
     const html = renderToStaticMarkup(createElement(BatchGroup, { group: group as never, archived: false, onArchive: () => undefined, hits: null }));
     expect(html).not.toMatch(/Single tasks/i);
-    expect(html).toContain("<h2 tabindex=\"-1\">Tasks outside batches</h2>");
+    expect(html).toContain('<h2 tabindex="-1">Tasks outside batches</h2>');
     expect(html).toContain('aria-label="tasks outside batches"');
   });
 });

@@ -18,7 +18,7 @@ import {
   type DashboardGroup,
   type StateFilter,
 } from "../../../shared/dashboard";
-import { onBatchEvent, pushNotice, sortedWorkers, useStore } from "../store";
+import { onBatchEvent, pushNotice, sortedWorkers, useStore, ENGINE_WORDS } from "../store";
 import type { BatchSummary } from "../../../shared/batch";
 import type { SearchHit } from "../../../shared/api";
 import { inOrder } from "../reads";
@@ -229,7 +229,7 @@ function useTranscriptSearch(text: string, live: boolean): { map: Map<string, Se
     const t = setTimeout(() => {
       void api.workers.search.query({ query: q }).then(
         (r) => current && setHits({ q, map: new Map(r.hits.map((h) => [h.workerId, h])), truncated: r.truncated }),
-        (err) => current && pushNotice("warn", `search in transcripts: ${errorText(err)}`),
+        (err) => current && pushNotice("warn", `search in transcripts: ${errorText(err)}`, ENGINE_WORDS),
       );
     }, 300);
     return () => {
@@ -502,7 +502,7 @@ function RenameBatch({ batchId, name, done }: { batchId: string; name: string; d
           .mutate({ batchId, name: value })
           .then(
             () => done(),
-            (err) => pushNotice("error", `name of batch ${batchId}: ${errorText(err)}`),
+            (err) => pushNotice("error", `name of batch ${batchId}: ${errorText(err)}`, ENGINE_WORDS),
           )
           .finally(() => setBusy(false));
       }}
@@ -561,7 +561,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
     try {
       await fn();
     } catch (err) {
-      pushNotice("error", `${label} ${w.id}: ${errorText(err)}`);
+      pushNotice("error", `${label} ${w.id}: ${errorText(err)}`, ENGINE_WORDS);
     } finally {
       setBusy(false);
     }
@@ -831,7 +831,7 @@ function ModelDown({ targetId, down }: { targetId: string; down: NonNullable<Ret
             setBusy(true);
             void Promise.all(
               down.interrupted.map((w) =>
-                api.workers.resume.mutate({ workerId: w.id }).catch((err) => pushNotice("error", `resume ${w.id}: ${errorText(err)}`)),
+                api.workers.resume.mutate({ workerId: w.id }).catch((err) => pushNotice("error", `resume ${w.id}: ${errorText(err)}`, ENGINE_WORDS)),
               ),
             ).finally(() => setBusy(false));
           }}
@@ -915,7 +915,7 @@ function MergeAll({ batchId, workers }: { batchId: string; workers: Worker[] }) 
     } catch (err) {
       // Refused as a whole (another merge of this batch is under way, the engine is gone): nothing was merged by this call.
       setRunning(false);
-      return pushNotice("error", `merge all built of ${batchId}: ${errorText(err)}`);
+      return pushNotice("error", `merge all built of ${batchId}: ${errorText(err)}`, ENGINE_WORDS);
     }
     setResult(r);
     setRunning(false);
@@ -1082,7 +1082,7 @@ function BatchPush({ batchId }: { batchId: string }) {
               ),
               setOpen(false)
             ),
-            (err) => pushNotice("error", `push of ${batchId}: ${errorText(err)}`),
+            (err) => pushNotice("error", `push of ${batchId}: ${errorText(err)}`, ENGINE_WORDS),
           )
           .finally(() => setBusy(false));
       }}

@@ -13,7 +13,8 @@ import { PlanCard } from "../components/setup/PlanCard";
 import { StartProgress, StartStatus, useSetupJob } from "../components/setup/StartProgress";
 import { ServersPanel } from "../components/setup/ServersPanel";
 import { go } from "../router";
-import { pushNotice, refreshTargets, useStore } from "../store";
+import { pushNotice, refreshTargets, useStore, ENGINE_WORDS } from "../store";
+import { EngineText } from "../components/EngineText";
 
 type Route = "local" | "capture" | "provider";
 
@@ -132,7 +133,7 @@ export function Setup() {
         {hw ? <HardwareList hw={hw} slotsShown={route === "local"} /> : !fitError && <p role="status">Detecting GPUs, CPU and RAM on the engine's machine…</p>}
         {fitError && (
           <div className="field-error" role="alert">
-            {fitError}
+            <EngineText text={fitError} />
           </div>
         )}
       </section>
@@ -197,7 +198,7 @@ export function Setup() {
             <section className="panel" aria-label="Recommended setup">
               <h3>Recommended setup</h3>
               <p className="bad-text" role="alert">
-                Nothing fits: {fit.problem}
+                Nothing fits: <EngineText text={fit.problem ?? ""} />
               </p>
               <button type="button" className="btn" onClick={() => setRoute("provider")}>
                 Use an API provider instead
@@ -233,7 +234,7 @@ export function Setup() {
               )}
               {chosenError && (
                 <div className="field-error" role="alert">
-                  {chosen}: {chosenError}
+                  {chosen}: <EngineText text={chosenError} />
                 </div>
               )}
             </>
@@ -336,7 +337,7 @@ export function Setup() {
                           void api.targets.use
                             .mutate({ id: t.id })
                             .then(() => refreshTargets())
-                            .catch((err) => pushNotice("error", errorText(err)))
+                            .catch((err) => pushNotice("error", errorText(err), ENGINE_WORDS))
                         }
                       >
                         Use {t.id}
@@ -381,7 +382,7 @@ function DeleteTarget({ id }: { id: string }) {
           void api.targets.remove
             .mutate({ id })
             .then(() => refreshTargets())
-            .catch((err) => pushNotice("error", errorText(err)))
+            .catch((err) => pushNotice("error", errorText(err), ENGINE_WORDS))
             .finally(() => (setBusy(false), setConfirm(false)));
         }}
       >
@@ -438,7 +439,7 @@ function KeyField({ target }: { target: { id: string; keyRef?: string | null; ke
         setOpen(false);
         return refreshTargets();
       })
-      .catch((err) => pushNotice("error", errorText(err)))
+      .catch((err) => pushNotice("error", errorText(err), ENGINE_WORDS))
       .finally(() => (setBusy(false), setValue("")));
   };
   return (

@@ -17,7 +17,7 @@ import { throughput } from "../../../shared/metrics";
 import { spendText, workerSpend, type Price } from "../../../shared/cost";
 import { inOrder } from "../reads";
 import { goAndFocus, href } from "../router";
-import { closeTranscript, loadTranscript, pushNotice, refreshTargets, useStore } from "../store";
+import { closeTranscript, loadTranscript, pushNotice, refreshTargets, useStore, ENGINE_WORDS } from "../store";
 
 const EMPTY: never[] = [];
 const NO_SEQS: Record<string, number> = {};
@@ -937,7 +937,7 @@ function OpenWorkspace({ workerId, worktree }: { workerId: string; worktree: str
         pushNotice("info", `This browser refused the clipboard; the workspace path is ${path}`);
       }
     } catch (err) {
-      pushNotice("error", `No workspace to copy: ${errorText(err)}`);
+      pushNotice("error", `No workspace to copy: ${errorText(err)}`, ENGINE_WORDS);
     } finally {
       setBusy(false);
     }
@@ -1020,7 +1020,7 @@ function TargetPrice({ targetId, price }: { targetId: string; price: Price | nul
           .mutate({ id: targetId, price: { inputPerMTok: num(input), outputPerMTok: num(output) } })
           .then(
             () => refreshTargets().then(() => setOpen(false)),
-            (err) => pushNotice("error", `price of ${targetId}: ${errorText(err)}`),
+            (err) => pushNotice("error", `price of ${targetId}: ${errorText(err)}`, ENGINE_WORDS),
           )
           .finally(() => setBusy(false));
       }}

@@ -6,6 +6,7 @@ import { api, errorText } from "../../api";
 import { onEngineEvent } from "../../store";
 import { Clip } from "./Clip";
 import { newerJob } from "./format";
+import { EngineText } from "../EngineText";
 
 const secs = (ms: number) => `${Math.round(ms / 1000)} s`;
 
@@ -76,7 +77,7 @@ export function BuildLlama({ onBuilt }: { onBuilt: (path: string) => void }) {
       </div>
       {error && (
         <p className="field-error" role="alert" aria-label="Build status">
-          The engine did not start the build: <Clip text={error} max={300} />
+          The engine did not start the build: <Clip text={error} max={300} engine />
         </p>
       )}
       {job && (
@@ -101,7 +102,9 @@ export function BuildLlama({ onBuilt }: { onBuilt: (path: string) => void }) {
           {job.state === "failed" && job.failure && (
             <div className="field-error" role="alert" aria-label="Build status">
               <strong>The build failed:</strong> <Clip text={job.failure.cause} max={400} />
-              <div className="remedy">What to do: {job.failure.remedy}</div>
+              <div className="remedy">
+                What to do: <EngineText text={job.failure.remedy} />
+              </div>
             </div>
           )}
           {job.lines.length > 0 && (

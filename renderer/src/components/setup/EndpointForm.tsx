@@ -12,6 +12,7 @@ import { counted } from "../../format";
 import { sh } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
 import { Clip } from "./Clip";
+import { EngineText } from "../EngineText";
 
 type Mode = "capture" | "provider";
 
@@ -200,7 +201,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
             )}
             {modelsState.error && (
               <div className="field-error small" role="alert" aria-label="Model list error">
-                {modelsState.error}
+                <EngineText text={modelsState.error} />
               </div>
             )}
           </div>
@@ -258,7 +259,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
         </p>
         {error && (
           <div className="field-error" role="alert">
-            {error}
+            <EngineText text={error} />
           </div>
         )}
         <div className="row" style={{ display: "flex", gap: 8, alignItems: "center", flexWrap: "wrap" }}>

@@ -1,6 +1,7 @@
 // The machine as the engine's planner sees it: GPUs (or none), CPU and RAM, what the runtime can use.
 import type { FitHardware } from "../../../../shared/fit";
 import { gib, hardwareNote } from "./format";
+import { EngineText } from "../EngineText";
 
 /** `slotsShown`: the Slots field is on the screen below the list (a note that says where to set the slots points there). */
 export function HardwareList({ hw, slotsShown }: { hw: FitHardware; slotsShown: boolean }) {
@@ -38,7 +39,9 @@ export function HardwareList({ hw, slotsShown }: { hw: FitHardware; slotsShown: 
       {hw.notes.length > 0 && (
         <ul className="small muted" aria-label="Hardware notes">
           {hw.notes.map((n, i) => (
-            <li key={i}>{hardwareNote(n, slotsShown)}</li>
+            <li key={i}>
+              <EngineText text={hardwareNote(n, slotsShown)} />
+            </li>
           ))}
         </ul>
       )}

@@ -6,6 +6,7 @@ import { CopyField } from "../common";
 import { counted } from "../../format";
 import { ctxText, PLACEMENT, sh } from "./format";
 import { MemoryChart } from "./MemoryChart";
+import { EngineText } from "../EngineText";
 
 /** The `ocw setup` command for a pick: the catalog repo and quant when known, else the model as given. */
 function setupCommand(pick: FitPick, repoOf: (id: string) => string | undefined): string {
@@ -74,7 +75,11 @@ export function PlanCard({
                 {pick.speed.prefillTokPerSec !== undefined ? `; prompt ≈ ${pick.speed.prefillTokPerSec} tokens/s` : ""}
                 {pick.speed.firstRequestSec !== undefined ? `, OpenCode's first request ≈ ${pick.speed.firstRequestSec} s` : ""}
               </span>
-              {pick.speed.warning ? <div className="small">{pick.speed.warning}</div> : null}
+              {pick.speed.warning ? (
+                <div className="small">
+                  <EngineText text={pick.speed.warning} />
+                </div>
+              ) : null}
             </dd>
           </>
         ) : null}
@@ -100,7 +105,9 @@ export function PlanCard({
           </>
         ) : null}
       </dl>
-      <p className="small">{pick.reason}</p>
+      <p className="small">
+        <EngineText text={pick.reason} />
+      </p>
       <MemoryChart devices={pick.devices} />
       <div className="field">
         <span>Equivalent CLI command (downloads, starts and verifies, then saves the target)</span>

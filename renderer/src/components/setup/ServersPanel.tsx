@@ -5,6 +5,7 @@ import type { ServerView } from "../../../../shared/servers";
 import { api, errorText } from "../../api";
 import { inOrder } from "../../reads";
 import { onEngineEvent, useStore } from "../../store";
+import { EngineText } from "../EngineText";
 
 type Busy = { id: string; what: "stop" | "restart" | "delete" | "keep" } | null;
 
@@ -73,7 +74,7 @@ export function ServersPanel() {
       </p>
       {loadError && (
         <div className="field-error" role="alert">
-          Cannot list the servers: {loadError}
+          Cannot list the servers: <EngineText text={loadError} />
         </div>
       )}
       {/* A line held while the list is read: the "None" line (or the list) takes its place without pushing what is below. */}
@@ -156,7 +157,7 @@ export function ServersPanel() {
                 )}
                 {rowError?.id === id && (
                   <div className="field-error" role="alert" style={{ flexBasis: "100%" }}>
-                    {rowError.text}
+                    <EngineText text={rowError.text} />
                   </div>
                 )}
               </li>

@@ -10,6 +10,7 @@ import { counted } from "../../format";
 import { gib, newerJob, phaseChip } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
 import { Clip } from "./Clip";
+import { EngineText } from "../EngineText";
 
 const LABEL: Record<SetupPhase["name"], string> = {
   plan: "Plan",
@@ -96,7 +97,7 @@ export function StartStatus({ job, error }: { job: SetupJob | null; error: strin
   if (error)
     return (
       <span className="bad-text small" role="alert" aria-label="Start status">
-        The engine did not start it: <Clip text={error} max={200} />
+        The engine did not start it: <Clip text={error} max={200} engine />
       </span>
     );
   if (!job) return null;
@@ -218,7 +219,9 @@ export function StartProgress({ job, onCancel }: { job: SetupJob; onCancel: () =
               </code>
             </div>
           )}
-          <div className="remedy">What to do: {job.failure.remedy}</div>
+          <div className="remedy">
+            What to do: <EngineText text={job.failure.remedy} />
+          </div>
           {job.failure.logFile && <div className="small muted">Log: {job.failure.logFile}</div>}
         </div>
       )}
