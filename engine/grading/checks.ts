@@ -295,7 +295,7 @@ export async function runChecks(
   // A goal's namesake is watched only where the checkout as committed has nothing of that name (one it holds is the
   // commit's own, which the rules of check configuration read).
   const watchedOf = (g: CheckGoals | null) => (g ? [...g.goals, ...g.intermediates] : []);
-  const absentAtStart = new Set(goals.flatMap(watchedOf).flatMap((g) => (namesakeStamp(path.join(realRoot, g.path)) === ABSENT ? [g.path] : [])));
+  const absentAtStart = new Set(goals.flatMap(watchedOf).flatMap((g) => (namesakeStamp(opened(realRoot, g.path)) === ABSENT ? [g.path] : [])));
   /**
    * What an earlier check's own build wrote beside a program of the worker's (namesakeOrigin "rebuild"), removed just
    * before the later check whose make reaches it (by its index), so that make builds it again from the commit.
@@ -334,7 +334,7 @@ export async function runChecks(
       if (j > i && later)
         for (const g of watchedOf(later))
           if (absentAtStart.has(g.path) && !namesakes.has(g.path))
-            namesakes.set(g.path, { g, j, by: checkName(checks[j]!, j), before: namesakeStamp(path.join(realRoot, g.path)) });
+            namesakes.set(g.path, { g, j, by: checkName(checks[j]!, j), before: namesakeStamp(opened(realRoot, g.path)) });
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
     let result = changed.length
@@ -349,7 +349,7 @@ export async function runChecks(
         // A file or folder named like a later check's make goal (or a prerequisite it reaches) that this check wrote:
         // its own build, built again by the later make, or planted (namesakeOrigin).
         for (const [p, { g, j, by, before }] of namesakes) {
-          const now = namesakeStamp(path.join(realRoot, p));
+          const now = namesakeStamp(opened(realRoot, p));
           if (now === before || now === ABSENT) continue;
           const origin = namesakeOrigin(goals[i], p, check.expectExit ?? 0);
           if (origin === "own") continue;
@@ -726,13 +726,22 @@ function removeForRebuild(realRoot: string, rel: string): boolean {
   if (folder !== realRoot && !folder.startsWith(realRoot + path.sep)) return false;
   let real: string;
   try {
-    real = realpathSync(folder);
+    // The folder as make opens the name (`build/../x.o` through `build`): a link there is one on its way.
+    real = realpathSync(path.dirname(opened(realRoot, name)));
   } catch {
     return true; // its folder is gone, and it with it
   }
   if (real !== folder) return false;
   rmSync(at, { force: true, recursive: true });
   return true;
+}
+
+/**
+ * A watched name's path (from the checkout's root `realRoot`, "/"-separated) as make opens it: joined as written, not
+ * normalized (`src/build/../x.o` goes through `src/build`, a link too; path.join would make it `src/x.o`).
+ */
+function opened(realRoot: string, rel: string): string {
+  return `${realRoot}${path.sep}${rel.split("/").join(path.sep)}`;
 }
 
 /**

@@ -84,7 +84,9 @@ const UNKNOWN = "\u0002";
  *   each goal its command line names (`make test`), or its default goal (`.DEFAULT_GOAL`, else the first target of its
  *   first makefile), that is not `.PHONY`, in make's folder or one of its VPATH folders (as `targets`).
  * - `made` (the same runs): what a run builds by its own rules: its goals and the prerequisites they reach through the
- *   rules read here (explicit rules only; `all: prog test` reaches test), in make's folder or one of its VPATH folders.
+ *   rules read here (explicit rules only, those `$(eval …)` makes and `.SECONDEXPANSION`'s lists too; `all: prog test`
+ *   reaches test; names as make names them: canonical, archive members), in make's folder or one of its VPATH folders (a
+ *   name through `..` as make opens it: opened).
  */
 export interface MakeFacts {
   includes: MakeInclude[];
@@ -173,7 +175,19 @@ interface Rule {
   targets: string[];
   prereqs: string[];
   recipe: string[];
+  /**
+   * After `.SECONDEXPANSION:`, the prerequisite list as its first expansion leaves it (`test: $$(OBJS)`: `$(OBJS)`):
+   * expanded again, for each target, once every makefile is read (secondExpansion).
+   */
+  second?: string;
 }
+
+/** At most this many lines `$(eval …)` makes, per make run; past them what it reads cannot be told (MakeTooLarge). */
+const MAX_EVAL_LINES = 10_000;
+/** At most this much text `$(eval …)` makes per make run (in characters); past it, MakeTooLarge. */
+const MAX_EVAL_TEXT = 1024 * 1024;
+/** References one line of `$(eval …)` may expand (EXPANSION_BUDGET's, for such a line); past them, MakeTooLarge. */
+const EVAL_BUDGET = 50_000;
 
 /** Names make reads as a makefile fragment, for an include name that cannot be told at all (`-include $(shell …)`). */
 const FRAGMENT = /\.(d|dep|deps|mk|mak|make)$/i;
@@ -232,6 +246,13 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
     let goalSet = false;
     /** What each `$(wildcard …)` pattern of a rule names in the checkout (globIn), read once per run. */
     const globs = new Map<string, string[] | null>();
+    /** Whether `.SECONDEXPANSION:` was read: the prerequisite lists after it are expanded again (Rule.second). */
+    let expandsTwice = false;
+    /** The archives of the members a prerequisite list names (`lib.a(x.o)`): a rule (`(%): %`) builds them. */
+    const archives = new Set<string>();
+    /** The lines `$(eval …)` made, in this run (MAX_EVAL_LINES). */
+    let evalLines = 0;
+    let evalText = 0;
     while (queue.length && done.size < MAX_FILES) {
       const makefile = queue.shift()!;
       if (done.has(makefile)) continue;
@@ -242,10 +263,23 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
       facts.read = true;
       /** The rules the lines since the last rule line belong to (a recipe line is theirs). */
       let current: Rule[] = [];
-      let inDefine = false;
-      for (const raw of logicalLines(text)) {
+      /** The `define` being read: its name (null where it cannot be told), how it sets it, its lines, its nesting. */
+      let inDefine: { name: string | null; op: string; body: string[]; depth: number } | null = null;
+      // The lines `$(eval …)` makes are read next, as make reads them (spliced in after the line that makes them).
+      const lines = logicalLines(text);
+      for (let li = 0; li < lines.length; li++) {
+        const raw = lines[li]!;
         if (inDefine) {
-          if (/^\s*endef\b/.test(raw)) inDefine = false;
+          if (/^\s*endef\b/.test(raw) && --inDefine.depth === 0) {
+            // Its value, for `$(call …)` and `$(eval …)` (a rule made of it: `$(eval $(call PROG,test))`).
+            const { name, op, body } = inDefine;
+            if (name !== null && !(op === "?=" && vars.has(name)))
+              vars.set(name, op === "+=" && vars.has(name) ? `${vars.get(name)}\n${body.join("\n")}` : op === "!=" ? UNKNOWN : body.join("\n"));
+            inDefine = null;
+          } else {
+            if (/^\s*(?:(?:override|export|private)\s+)*define\b/.test(raw)) inDefine.depth++;
+            inDefine.body.push(raw);
+          }
           continue;
         }
         if (raw.startsWith("\t") && current.length) {
@@ -255,14 +289,27 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
         }
         const line = raw.replace(/(^|[^\\])#.*$/, "$1");
         if (line.trim()) current = [];
-        if (/^\s*(?:(?:override|export|private)\s+)*define\b/.test(line)) {
-          inDefine = true;
+        const def = /^\s*(?:(?:override|export|private)\s+)*define\b\s*(.*?)\s*(::?=|:::=|\?=|\+=|!=|=)?\s*$/.exec(line);
+        if (def) {
+          const name = expandLine(def[1]!, vars).trim();
+          inDefine = { name: /^[\w.-]+$/.test(name) ? name : null, op: def[2] ?? "=", body: [], depth: 1 };
           continue;
         }
         // What make reads of other files as it reads this line: `$(file <X)`, and the words of a `$(shell …)`.
         for (const m of line.matchAll(/\$[({]file\s+<\s*([^)}\s]+)/g)) reads.push({ name: m[1]!, makefile });
         for (const m of line.matchAll(/\$[({]shell\s+([^)}]*)/g))
           for (const w of words(m[1]!.replace(/[<>|;&'"]/g, " "))) if (!w.startsWith("-") && !w.includes("$")) reads.push({ name: w, makefile });
+        // A line of `$(eval …)` (alone, or in a `$(foreach …)`): the text it makes is read as the makefile's next lines.
+        if (/^\s*\$[({](?:eval|foreach|call)\s/.test(line)) {
+          const { lines: made, spent } = evaluated(line, vars);
+          evalLines += made.length;
+          evalText += made.reduce((k, l) => k + l.length + 1, 0);
+          // Its references count against the run's bound too (a makefile of thousands of such lines).
+          included.spend(spent);
+          if (evalLines > MAX_EVAL_LINES || evalText > MAX_EVAL_TEXT) throw new MakeTooLarge();
+          lines.splice(li + 1, 0, ...made);
+          continue;
+        }
         const assign = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
         if (assign && !/^\s*-?include\b|^\s*sinclude\b/.test(line)) {
           const [, name, op, value] = assign;
@@ -279,7 +326,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           }
           if (name === ".DEFAULT_GOAL") {
             const value = words(expandLine(vars.get(name)!, vars));
-            defaultGoal = value.length === 1 && !value[0]!.includes(UNKNOWN) ? value[0]! : null;
+            defaultGoal = value.length === 1 && !value[0]!.includes(UNKNOWN) ? canonical(value[0]!) : null;
             goalSet = true;
           }
           if (name === "VPATH") {
@@ -302,12 +349,16 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           // A rule's `$(wildcard …)` names the files there (make reads it as it reads the rule): `$(patsubst
           // %.c,%.o,$(wildcard *.c))` reaches test.o, not a file named `*.o` (globbed).
           globbed = (pattern) => globIn(checkout, dir, pattern, globs);
-          const targets = words(expand(rule[1]!, vars, 0));
+          // Each name as make names it (canonical): `./test` is `test`; an archive member `lib.a(x.o)` as its archive.
+          const targets = members(words(expand(rule[1]!, vars, 0)), null).map(canonical);
           // A target-specific variable (`test: X = 1`) names its targets, but no prerequisite or recipe; an `=` inside a
           // reference (`test: $(SRCS:.c=.o)`, a substitution reference) does not make one.
-          const prereqs = /=/.test(outsideReferences(before)) ? [] : words(expand(before.replace("|", " "), vars, 0));
+          const list = /=/.test(outsideReferences(before)) ? null : expand(before.replace("|", " "), vars, 0);
+          const prereqs = list === null ? [] : members(words(list), archives).map(canonical);
           globbed = null;
           const r: Rule = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
+          if (expandsTwice && list?.includes("$")) r.second = list;
+          if (targets.includes(".SECONDEXPANSION")) expandsTwice = true;
           const ordinary = targets.find((t) => !t.startsWith(".") && !t.includes("%"));
           if (ordinary !== undefined && !readFirstFiles.has(makefile)) {
             if (!goalSet) defaultGoal = ordinary;
@@ -349,6 +400,12 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
     facts.vpath.push({ dir, folders });
     /** A name read from make's folder, and where VPATH would find it. */
     const at = (name: string): string[] => (name.includes(UNKNOWN) ? [] : lookedFor(dir, folders, name)).filter((p): p is string => p !== null);
+    /**
+     * A name make builds, where a file there stands for it (its goals, and what they reach): as `at`, but a name with
+     * `..` after a folder (`build/../x.o`) as make opens it, through whatever that folder is then (a link too: opened).
+     */
+    const madeAt = (name: string): string[] =>
+      name.includes(UNKNOWN) ? [] : [dir, ...folders].map((f) => opened(f, name) ?? fromRun(f, name)).filter((p): p is string => p !== null);
     for (const r of rules) {
       for (const t of r.targets) {
         if (t.includes("%") || /^\.[A-Z_]/.test(t) || phony.has(t)) continue;
@@ -374,16 +431,23 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
       }
     }
     // The goals (those named, else the default one), and what they reach through the rules' prerequisites.
-    const goals = !run.goals ? [] : run.goals.length ? run.goals : run.defaultGoal && defaultGoal !== null ? [defaultGoal] : [];
+    const goals = !run.goals ? [] : run.goals.length ? run.goals.map(canonical) : run.defaultGoal && defaultGoal !== null ? [defaultGoal] : [];
     for (const g of goals)
-      if (!g.includes("%") && !/^\.[A-Z_]/.test(g) && !phony.has(g)) for (const p of at(g)) facts.goals.push({ path: p, goal: g, makefile: first[0] ?? null });
+      if (!g.includes("%") && !/^\.[A-Z_]/.test(g) && !phony.has(g))
+        for (const p of madeAt(g)) facts.goals.push({ path: p, goal: g, makefile: first[0] ?? null });
     if (goals.length) {
       const prereqs = new Map<string, string[]>();
       for (const r of rules)
         for (const t of r.targets) {
+          // After `.SECONDEXPANSION:`, the list expanded again for this target, with the variables as the makefiles leave them.
+          const list =
+            r.second === undefined || t.includes("%")
+              ? r.prereqs
+              : secondExpansion(r.second, t, vars, (pattern) => globIn(checkout, dir, pattern, globs), archives);
+          if (r.second !== undefined) included.spend(list.length + 1);
           const known = prereqs.get(t);
-          if (known) for (const p of r.prereqs) known.push(p);
-          else prereqs.set(t, [...r.prereqs]);
+          if (known) for (const p of list) known.push(p);
+          else prereqs.set(t, [...list]);
         }
       const reached = new Set<string>();
       const walk = [...goals];
@@ -398,15 +462,15 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
       }
       // Each name reached is looked for in each VPATH folder too: within the same bound.
       included.spend(reached.size * folders.length);
-      for (const t of reached) if (!t.includes("%")) facts.made.push(...at(t));
+      for (const t of reached) if (!t.includes("%")) facts.made.push(...madeAt(t));
       // Of those, the prerequisites a rule builds (MakeFacts.intermediates), each pattern rule's target asked within the bound.
       const built = new Set(rules.filter((r) => r.recipe.length).flatMap((r) => r.targets.filter((t) => !t.includes("%"))));
       const patterns = rules.filter((r) => r.recipe.length).flatMap((r) => r.targets.filter((t) => t.includes("%") && !/^\.[A-Z_]/.test(t)));
       for (const t of reached) {
         if (goals.includes(t) || t.includes("%") || /^\.[A-Z_]/.test(t) || phony.has(t)) continue;
         included.spend(patterns.length);
-        if (built.has(t) || /\.o$/.test(t) || patterns.some((p) => matchesPattern(p, t)))
-          for (const p of at(t)) facts.intermediates.push({ path: p, target: t, makefile: first[0] ?? null });
+        if (built.has(t) || /\.o$/.test(t) || archives.has(t) || patterns.some((p) => matchesPattern(p, t)))
+          for (const p of madeAt(t)) facts.intermediates.push({ path: p, target: t, makefile: first[0] ?? null });
       }
     }
     for (const { name, makefile } of reads)
@@ -414,6 +478,100 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
         facts.inputs.push({ path: p, makefile, why: `${makefile} reads it as make reads the makefile (\`$(file <…)\` or \`$(shell …)\`)` });
   }
   return facts;
+}
+
+/**
+ * A target or prerequisite as make names it: without its leading `./` (make strips it: `./test` and `test` are one
+ * target), and with `//` and `/./` as `/`. make keeps `sub//x` and `sub/x` apart (a rule for one is none for the other),
+ * but they are one file: read as one, a rule for either is reached from both, and the file is watched.
+ */
+function canonical(name: string): string {
+  let n = name.replace(/\/(?:\.?\/)+/g, "/");
+  while (n.startsWith("./") && n.length > 2) n = n.slice(2);
+  return n;
+}
+
+/**
+ * A list's words with each archive member reference (`lib.a(x.o)`, `lib.a(x.o y.o)` over several words) as its archive
+ * (make's `(%): %` puts the member into it) and, where `archives` is given (a prerequisite list), the members too, each
+ * archive noted there.
+ */
+function members(ws: string[], archives: Set<string> | null): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < ws.length; i++) {
+    const m = /^([^()\s$]+)\(([^()]*\)?)$/.exec(ws[i]!);
+    if (!m) {
+      out.push(ws[i]!);
+      continue;
+    }
+    const inside = [m[2]!];
+    // The members run on to the word that closes the parenthesis (`lib.a(x.o y.o)`).
+    while (!inside.at(-1)!.endsWith(")") && i + 1 < ws.length) inside.push(ws[++i]!);
+    if (!inside.at(-1)!.endsWith(")")) {
+      out.push(ws[i]!);
+      continue;
+    }
+    inside[inside.length - 1] = inside.at(-1)!.slice(0, -1);
+    out.push(m[1]!);
+    if (archives) {
+      archives.add(canonical(m[1]!));
+      out.push(...inside.filter(Boolean));
+    }
+  }
+  return out;
+}
+
+/**
+ * A name with `..` after a folder (`build/../x.o`), read from `folder` (from the repository's root), as make opens it:
+ * the kernel goes through `build` as it is then, a link the worker's program made too, not to `x.o` beside it. Kept as
+ * written (`src/build/../x.o`); null for any other name (fromRun reads it), or one that leads above the root as written.
+ */
+function opened(folder: string, name: string): string | null {
+  if (path.posix.isAbsolute(name) || name.startsWith(CURDIR) || fromRun(folder, name) === null) return null;
+  const parts = name.split("/").filter((p) => p && p !== ".");
+  const at = parts.findIndex((p) => p !== "..");
+  if (at < 0 || !parts.slice(at).includes("..")) return null;
+  return [...folder.split("/").filter(Boolean), ...parts].join("/");
+}
+
+/**
+ * The lines the `$(eval …)`s of a line make (`$(eval $(call PROG,test))`, `$(foreach p,$(PROGS),$(eval …))`), with
+ * `$(call …)` read: the variable's value with `$(1)`, `$(2)`… bound. Within the line's expansion bounds; throws
+ * MakeTooLarge past MAX_EVAL_TEXT (a run's makefiles: MAX_EVAL_LINES and MAX_EVAL_TEXT in all).
+ */
+function evaluated(line: string, vars: Map<string, string>): { lines: string[]; spent: number } {
+  const texts: string[] = [];
+  evals = texts;
+  try {
+    // A bound of its own (a `$(foreach …)` of many programs): past it the line's text could not be told, and what the
+    // rules it makes reach would go unread.
+    budget = EVAL_BUDGET;
+    expand(line, vars, 0);
+  } finally {
+    evals = null;
+  }
+  if (budget < 0 || texts.reduce((k, t) => k + t.length, 0) > MAX_EVAL_TEXT) throw new MakeTooLarge();
+  return { lines: texts.flatMap(logicalLines), spent: EVAL_BUDGET - budget };
+}
+
+/**
+ * A prerequisite list after `.SECONDEXPANSION:` (Rule.second) expanded again for the target `target`, with `$$@` (and
+ * `$$(@D)`, `$$(@F)`) the target: its names as the rule's prerequisites (members, canonical).
+ */
+function secondExpansion(list: string, target: string, vars: Map<string, string>, glob: (pattern: string) => string[] | null, archives: Set<string>): string[] {
+  automatic = new Map([
+    ["@", target],
+    ["@D", target.includes("/") ? target.slice(0, target.lastIndexOf("/")) : "."],
+    ["@F", path.posix.basename(target)],
+  ]);
+  globbed = glob;
+  try {
+    budget = EXPANSION_BUDGET;
+    return members(words(expand(list, vars, 0)), archives).map(canonical);
+  } finally {
+    automatic = null;
+    globbed = null;
+  }
 }
 
 /** The stem a `%` pattern matches in a name. */
@@ -611,6 +769,12 @@ let budget = 0;
  */
 let globbed: ((pattern: string) => string[] | null) | null = null;
 
+/** While a line of `$(eval …)` is expanded (evaluated): the texts its evals make; null elsewhere (an eval reads as unknown). */
+let evals: string[] | null = null;
+
+/** While a list is expanded a second time (secondExpansion): the automatic variables known (`@`, `@D`, `@F`). */
+let automatic: Map<string, string> | null = null;
+
 /** At most this many names from one wildcard pattern of a rule; past them (or a folder not read) it stays as written. */
 const MAX_GLOBBED = 4096;
 
@@ -715,8 +879,9 @@ function expand(s: string, vars: Map<string, string>, depth: number): string {
       continue;
     }
     if (next !== "(" && next !== "{") {
-      // A one-letter variable ($@, $X): unknown here.
-      out += next ? UNKNOWN : "";
+      // A one-letter variable ($@, $X): unknown here, but for `$@` in a second expansion and `$1` in a `$(call …)`.
+      const known = next === undefined ? "" : next === "@" ? automatic?.get("@") : evals && /\d/.test(next) ? vars.get(next) : undefined;
+      out += known ?? (next ? UNKNOWN : "");
       i++;
       continue;
     }
@@ -730,6 +895,8 @@ function expand(s: string, vars: Map<string, string>, depth: number): string {
 
 function reference(body: string, vars: Map<string, string>, depth: number): string {
   if (--budget < 0) return UNKNOWN;
+  const auto = automatic?.get(body);
+  if (auto !== undefined) return auto;
   const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
   if (fn) {
     const [, name, rest] = fn;
@@ -739,7 +906,7 @@ function reference(body: string, vars: Map<string, string>, depth: number): stri
       const bound = expand(v ?? "", vars, depth).trim();
       const was = vars.get(bound);
       const out = words(expand(list ?? "", vars, depth))
-        .slice(0, 64)
+        .slice(0, evals ? MAX_GLOBBED : 64)
         .map((w) => {
           vars.set(bound, w);
           return expand(text ?? "", vars, depth);
@@ -754,6 +921,31 @@ function reference(body: string, vars: Map<string, string>, depth: number): stri
         .map(f)
         .join(" ");
     switch (name) {
+      case "eval":
+        // The text is read as the makefile's next lines (evaluated); it expands to nothing.
+        if (!evals) return UNKNOWN;
+        evals.push(args.join(","));
+        return "";
+      case "call": {
+        // A variable's value with `$(1)`, `$(2)`… the arguments (`$(0)` its name), on a line of `$(eval …)` only.
+        const fn = args[0]?.trim() ?? "";
+        const value = vars.get(fn);
+        if (!evals || value === undefined) return UNKNOWN;
+        const bound = Array.from({ length: Math.max(10, args.length) }, (_, k) => String(k));
+        const was = bound.map((k) => vars.get(k));
+        bound.forEach((k, j) => {
+          vars.set(k, j === 0 ? fn : (args[j] ?? ""));
+        });
+        try {
+          return expand(value, vars, depth);
+        } finally {
+          bound.forEach((k, j) => {
+            const w = was[j];
+            if (w === undefined) vars.delete(k);
+            else vars.set(k, w);
+          });
+        }
+      }
       case "wildcard":
         if (globbed)
           return words(args.join(" "))
