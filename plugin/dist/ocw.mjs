@@ -12110,7 +12110,7 @@ var require_util2 = __commonJS({
     }
     function getFilesInPath(source) {
       const lstatSync11 = fs.lstatSync;
-      const readdirSync15 = fs.readdirSync;
+      const readdirSync16 = fs.readdirSync;
       const join = path78.join;
       function isDirectory(source2) {
         return lstatSync11(source2).isDirectory();
@@ -12119,12 +12119,12 @@ var require_util2 = __commonJS({
         return lstatSync11(source2).isFile();
       }
       function getDirectories(source2) {
-        return readdirSync15(source2).map((name) => {
+        return readdirSync16(source2).map((name) => {
           return join(source2, name);
         }).filter(isDirectory);
       }
       function getFiles(source2) {
-        return readdirSync15(source2).map((name) => {
+        return readdirSync16(source2).map((name) => {
           return join(source2, name);
         }).filter(isFile);
       }
@@ -45182,6 +45182,11 @@ var AttemptGroup = external_exports.object({
 var AttemptGroupRef = external_exports.object({ groupId: IdRef("groupId") });
 var STOPPED_FOR_WINNER = "another attempt of this task was built";
 var stoppedForWinnerReason = (winnerId) => `${STOPPED_FOR_WINNER} (${winnerId}); the others still running were stopped`;
+function stoppedForWinner(w) {
+  const reason = w.state === "stopped" ? w.stateReason ?? "" : "";
+  if (!reason.startsWith(STOPPED_FOR_WINNER)) return null;
+  return /^ \(([^()\s]+)\)/.exec(reason.slice(STOPPED_FOR_WINNER.length))?.[1] ?? "";
+}
 function flagsOf(v) {
   const f = v.flags;
   if (Array.isArray(f)) return f.filter((x) => typeof x === "string");
@@ -45247,7 +45252,7 @@ function attemptGroup(groupId, workers) {
       tokens: tokensOf(w),
       durationSec: w.startedAt !== null && w.endedAt !== null ? Math.max(0, (w.endedAt - w.startedAt) / 1e3) : null,
       gradedAt: w.verdict?.gradedAt ?? null,
-      stoppedForWinner: w.state === "stopped" && (w.stateReason ?? "").startsWith(STOPPED_FOR_WINNER)
+      stoppedForWinner: stoppedForWinner(w) !== null
     })),
     settled: ws.length > 0 && ws.every((w) => isAtRest(w.state)),
     winner: winner?.id ?? null
@@ -50675,7 +50680,9 @@ var TargetBench = external_exports.object({
 });
 function benchText(b) {
   const f = (x) => x === null ? "?" : String(Math.round(x));
-  return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${b.warning ? ` \u2014 ${b.warning}` : ""}`;
+  const warning = b.warning ? ` \u2014 ${b.warning}` : "";
+  if (b.slots === 1) return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream, the only slot)${warning}`;
+  return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${warning}`;
 }
 var SavedTargetId = external_exports.string().regex(
   /^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$/,
@@ -63373,7 +63380,7 @@ var ResultInput = external_exports.object({
   workerId: id("workerId is required (see the workers tool)"),
   page: external_exports.number().int().min(1).optional().describe("Page of checks (from 1)."),
   pageSize: external_exports.number().int().min(1).max(50).optional().describe("Checks per page (default 20)."),
-  maxChars: external_exports.number().int().min(200).max(2e4).optional().describe("Output characters per check (default 1500)."),
+  maxChars: external_exports.number().int().min(200).max(2e4).optional().describe("Output characters per check (default 1500; 8000 with check)."),
   check: external_exports.number().int().min(0).optional().describe("Only this check (0-based), paged by offset."),
   offset: external_exports.number().int().min(0).optional().describe("With check: output offset.")
 }).strict();
@@ -63713,7 +63720,7 @@ var DiffOutput = external_exports.object({
 });
 var MergeInput2 = external_exports.object({
   workerId: id().optional(),
-  batchId: id().optional().describe("A batch with integration checks: lands its integration commit."),
+  batchId: id().optional().describe("A batch: its integration commit (when it has integration checks), or without integration checks each built worker."),
   acceptFlagged: external_exports.boolean().optional().describe("Only on the person's explicit yes to result's flagged files."),
   publish: external_exports.boolean().optional()
 }).strict();
@@ -64476,7 +64483,7 @@ function createMcpServer(opts) {
     "resume",
     {
       title: "Resume a worker",
-      description: "Continue a stopped or interrupted worker in its session and worktree, optionally with a message; graded again when it settles.",
+      description: "Continue a stopped, interrupted or errored worker in its session and worktree, optionally with a message; graded again when it settles.",
       input: ResumeToolInput,
       output: ControlOutput
     },
@@ -64520,7 +64527,7 @@ function createMcpServer(opts) {
     "retry",
     {
       title: "Retry a worker's task from scratch",
-      description: "A failed worker's task again, as a new worker.",
+      description: "A finished worker's task again, as a new worker in a fresh workspace: one not built (honest-failure, stopped, interrupted or errored).",
       input: RetryToolInput,
       output: RetryOutput
     },
@@ -64702,13 +64709,16 @@ function createMcpServer(opts) {
     "merge",
     {
       title: "Merge a built worker",
-      description: "Merge a built worker's graded commit (or batchId's integration commit) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
+      description: "Merge a built worker's graded commit (or a batchId's: its integration commit, else each built worker) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
       input: MergeInput2,
       output: MergeOutput,
       destructive: true
     },
     async ({ workerId, batchId, acceptFlagged, publish }) => {
-      if (!workerId === !batchId) throw new ToolError("give workerId, or batchId (a batch with integration checks), not both");
+      if (!workerId === !batchId)
+        throw new ToolError(
+          "give workerId (one worker) or batchId (a batch: its integration commit, or without integration checks each built worker), one of them"
+        );
       if (publish) {
         if (!workerId) throw new ToolError("publish takes a workerId: a batch lands only by merge {batchId}");
         const p = await call((c3) => c3.workers.publish.mutate({ workerId }));
@@ -64799,7 +64809,7 @@ function createMcpServer(opts) {
       destructive: true
     },
     async (args) => {
-      if (!args.workerId === !args.batchId) throw new ToolError("give workerId, or batchId, not both");
+      if (!args.workerId === !args.batchId) throw new ToolError("give workerId (one worker) or batchId (a batch's integration commit), one of them");
       const r = await call((c3) => c3.workers.push.mutate({ ...args, pr: !!args.pr }));
       return {
         ...r,
@@ -74062,7 +74072,7 @@ async function downloadFile(o2) {
     res = await f(o2.url, { headers, signal: o2.signal, redirect: "follow" });
   } catch (e) {
     if (o2.signal?.aborted) throw new DownloadError(`download cancelled; ${start} bytes kept in ${part} for resume`);
-    throw new DownloadError(`cannot download ${o2.url}: ${e.message}`);
+    throw new DownloadError(`cannot download ${o2.url}: ${describeFetchError(e, o2.url)}`);
   }
   if (res.status === 416 && o2.expectedSize && start === o2.expectedSize) {
   } else if (res.status === 200 && start > 0) {
@@ -75224,7 +75234,8 @@ async function readGguf(src, opts = {}) {
         throw e;
       })
     );
-    if (magic !== "GGUF") throw new GgufError(`${src.describe} is not a GGUF file (magic ${JSON.stringify(magic)})`);
+    if (magic !== "GGUF")
+      throw new GgufError(`${src.describe} is not a GGUF file (magic ${JSON.stringify(magic)}): pass a .gguf model file (llama.cpp's format)`);
     const version2 = await c3.u32();
     if (version2 < 2 || version2 > 3) throw new GgufError(`${src.describe}: unsupported GGUF version ${version2}`);
     const nTensors = await c3.u64();
@@ -75414,7 +75425,8 @@ async function loadGguf(ref, headers = {}) {
     try {
       files.push(await readGgufFrom(n2));
     } catch (e) {
-      throw new ModelSourceError(`${n2}: ${e.message}`);
+      const m = e.message;
+      throw new ModelSourceError(m.includes(n2) ? m : `${n2}: ${m}`);
     }
   }
   const f = mergeShards(files);
@@ -76181,7 +76193,7 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
   }
   slow.sort((x, y) => (y.speed?.decodeTokPerSecPerSlot ?? 0) - (x.speed?.decodeTokPerSecPerSlot ?? 0));
   if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null, ...slow.length ? { slow } : {} };
-  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog, slow), ...slow.length ? { slow } : {} };
+  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog, slow, opts.named), ...slow.length ? { slow } : {} };
 }
 function slowProblem(slow, slots) {
   const s = slow[0];
@@ -76224,7 +76236,7 @@ function modelFromInfo(info, name, modelArgs, quant = info.quant) {
     experts: nExp > 0 && nUsed > 0 ? { count: nExp, used: nUsed } : null
   };
 }
-function noFitProblem(dev, slots, minCtx, verified, catalog, slow = []) {
+function noFitProblem(dev, slots, minCtx, verified, catalog, slow = [], named) {
   const mem = dev.gpus.length ? `${counted(dev.gpus.length, "GPU")} with ${(dev.gpus.reduce((a2, g2) => a2 + g2.freeBytes, 0) / GiB2).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free`;
   const hints = [];
   for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
@@ -76241,6 +76253,11 @@ function noFitProblem(dev, slots, minCtx, verified, catalog, slow = []) {
   }
   hints.push("or use an API provider: ocw setup --provider URL --model ID --api-key-env VAR");
   if (slow.length) return `${slowProblem(slow, slots)}; on this machine (${mem}): ${hints.join("; ")}`;
+  if (named) {
+    const smallest = catalog.flatMap((e) => e.quants).sort((a2, b) => a2.bytes - b.bytes)[0];
+    const size = smallest ? `: its smallest quant, ${smallest.quant}, is ${(smallest.bytes / GiB2).toFixed(1)} GiB of weights before any KV cache` : "";
+    return `${named} does not fit ${counted(slots, "slot")} \xD7 ${minCtx} tokens on this machine (${mem})${size}; ${hints.join("; ")}`;
+  }
   return `no catalog model fits ${counted(slots, "slot")} \xD7 ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
 }
 function devicesFromHardware(hw, runtimePath, assume) {
@@ -76486,6 +76503,7 @@ function buildSglangArgs(p) {
   if ((p.tensorParallel ?? 1) > 1) a2.push("--tp-size", String(p.tensorParallel));
   if ((p.dataParallel ?? 1) > 1) a2.push("--dp-size", String(p.dataParallel));
   if (p.servedName) a2.push("--served-model-name", p.servedName);
+  a2.push("--enable-metrics");
   a2.push("--api-key", p.apiKey);
   return { cmd: "python3", args: a2 };
 }
@@ -77083,8 +77101,7 @@ function serverArgs(plan) {
     ...plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : [],
     "--tool-call-parser",
     plan.toolCallParser,
-    ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : [],
-    "--enable-metrics"
+    ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []
   ];
   const script = [
     `case "$${KEY_ENV}" in ""|*[!A-Za-z0-9._~+/=-]*) echo "ocw: the ${API_KEY_ENTRY} in the Secret must be non-empty and use only A-Z a-z 0-9 . _ ~ + / = -" >&2; exit 1;; esac`,
@@ -78143,6 +78160,8 @@ function describeError(err, targetId) {
 }
 
 // shared/fit.ts
+var MAX_SLOTS = 256;
+var MAX_CTX_PER_SLOT = 1048576;
 var PlannedDevice = external_exports.object({
   name: external_exports.string(),
   /** What the plan may use there: free memory minus nothing (the margin is part of plannedBytes' headroom). */
@@ -78242,8 +78261,8 @@ var FitResult = external_exports.object({
 });
 var FitInput = external_exports.object({
   model: external_exports.string().min(1).optional(),
-  slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
-  minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(1048576).optional(),
+  slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(MAX_SLOTS, `at most ${MAX_SLOTS} slots`).optional(),
+  minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(MAX_CTX_PER_SLOT).optional(),
   /** Plan models too slow for an agent (below 8 tokens/s per slot) instead of refusing them. */
   allowSlow: external_exports.boolean().optional()
 });
@@ -78284,7 +78303,7 @@ var FitFileInput = external_exports.object({
   llamaFit: external_exports.boolean().optional()
 });
 var FitPlanInput = FitInput.extend({
-  ctxPerSlot: external_exports.number().int().min(1024).max(1048576).optional(),
+  ctxPerSlot: external_exports.number().int().min(1024).max(MAX_CTX_PER_SLOT).optional(),
   runtime: external_exports.enum(["llama.cpp", "vllm", "sglang"]).optional()
 });
 
@@ -78294,7 +78313,7 @@ var TargetId = external_exports.string().trim().regex(/^[a-z0-9][a-z0-9._-]{0,79
 var Common = {
   /** Name of the environment variable (in the engine's environment) that holds the key; never the key itself. */
   apiKeyEnv: EnvVarName.optional(),
-  slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
+  slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(MAX_SLOTS, `at most ${MAX_SLOTS} slots`).optional(),
   /** Target id; default derived from the model and port. */
   id: TargetId.optional(),
   /** Make an underpowered target (reachable, but it failed the coding task or the tool call) active anyway. */
@@ -78343,11 +78362,11 @@ var SetupRuntime = external_exports.enum(["llama.cpp", "vllm", "sglang"]);
 var SetupStartInput = external_exports.object({
   /** A catalog id (`qwen3.6-27b`, `repo:QUANT`), a Hub repo `owner/repo[:QUANT]`, `hf:…`, an URL or a local .gguf; default: the planner's pick. */
   model: external_exports.string().trim().min(1).optional(),
-  slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
+  slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(MAX_SLOTS, `at most ${MAX_SLOTS} slots`).optional(),
   /** Minimum context per slot the plan must give (default 32,768). */
-  minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(1048576).optional(),
+  minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(MAX_CTX_PER_SLOT).optional(),
   /** Exactly this context per slot (instead of minCtx; the planner still chooses quant, cache and placement). */
-  ctx: external_exports.number().int().min(1024, "the context per slot must be \u2265 1024 tokens").max(1048576).optional(),
+  ctx: external_exports.number().int().min(1024, "the context per slot must be \u2265 1024 tokens").max(MAX_CTX_PER_SLOT).optional(),
   runtime: SetupRuntime.default("llama.cpp"),
   id: TargetId.optional(),
   acceptUnderpowered: external_exports.boolean().default(false),
@@ -78449,6 +78468,14 @@ var SetupVerifyInput = external_exports.object({
   yes: external_exports.boolean().optional(),
   acceptUnderpowered: external_exports.boolean().optional()
 });
+function noLlamaServerText(missing, leaveOut = "give no llama-server path") {
+  return `no llama-server at ${missing} on the engine's machine: check the path, or ${leaveOut} to use the one found or the prebuilt release`;
+}
+function missingLlamaServer(err) {
+  const e = err;
+  const data = e?.data?.ocwData ?? e?.detail?.data;
+  return data?.field === "llamaServer" && typeof data.missing === "string" ? data.missing : null;
+}
 
 // shared/servers.ts
 var ServerView = external_exports.object({
@@ -78835,11 +78862,6 @@ async function startLlamaServer(o2) {
   return { pid: child.pid, child, readyMs };
 }
 
-// engine/serving/setup.ts
-import path31 from "node:path";
-import { spawn as spawn6 } from "node:child_process";
-import { closeSync as closeSync5, mkdirSync as mkdirSync12, openSync as openSync5 } from "node:fs";
-
 // engine/serving/bench.ts
 import { randomBytes as randomBytes5 } from "node:crypto";
 function benchBudgetSec(env2 = process.env) {
@@ -78989,6 +79011,7 @@ async function benchmarkEndpoint(o2) {
   const all = [];
   const single = [];
   let n2 = 0;
+  const oneSlot = slots === 1;
   do {
     if (o2.signal?.aborted) throw o2.signal.reason;
     const t2 = performance.now();
@@ -78997,17 +79020,18 @@ async function benchmarkEndpoint(o2) {
     single.push(r);
     all.push(r);
     o2.onProgress?.(++n2, `1 stream: ${r.ok ? `${round1(r.decodeTps)} tokens/s` : r.error}`);
-  } while (single.length < 5 && elapsed() < budgetMs / 3);
-  const rounds = [];
+  } while (single.length < 5 && elapsed() < (oneSlot ? budgetMs : budgetMs / 3));
+  const rounds = oneSlot ? single.map((r) => [r]) : [];
   const roundTimeoutMs = Math.max(timeoutMs, Math.min(6e5, Math.ceil(slowestSingleMs * slots * 3)));
-  do {
-    if (o2.signal?.aborted) throw o2.signal.reason;
-    const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o2, promptTokens, maxTokens, roundTimeoutMs)));
-    rounds.push(rs);
-    all.push(...rs);
-    n2 += rs.length;
-    o2.onProgress?.(n2, `${slots} streams: ${rs.filter((r) => r.ok).length} answered`);
-  } while (rounds.length < 5 && elapsed() < budgetMs);
+  if (!oneSlot)
+    do {
+      if (o2.signal?.aborted) throw o2.signal.reason;
+      const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o2, promptTokens, maxTokens, roundTimeoutMs)));
+      rounds.push(rs);
+      all.push(...rs);
+      n2 += rs.length;
+      o2.onProgress?.(n2, `${slots} streams: ${rs.filter((r) => r.ok).length} answered`);
+    } while (rounds.length < 5 && elapsed() < budgetMs);
   const ok2 = (rs) => rs.filter((r) => r.ok);
   const okSingle = ok2(single);
   const fullRounds = rounds.filter((rs) => ok2(rs).length === rs.length);
@@ -79040,7 +79064,7 @@ async function benchmarkEndpoint(o2) {
 }
 function benchWarning(b, firstError) {
   if (b.decodeTpsPerStreamN === null)
-    return `nothing was measured with ${counted(b.slots, "stream")} at once (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
+    return `nothing was measured${b.slots > 1 ? ` with ${b.slots} streams at once` : ""} (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
   const said = [];
   if (b.failed > 0)
     said.push(
@@ -79048,11 +79072,16 @@ function benchWarning(b, firstError) {
     );
   if (b.decodeTpsPerStreamN < MIN_AGENT_TOK_PER_SEC)
     said.push(
-      `measured ${b.decodeTpsPerStreamN} tokens/s per stream with all ${b.slots} slots busy (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents \u2014 a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`
+      `measured ${b.decodeTpsPerStreamN} tokens/s ${b.slots > 1 ? `per stream with all ${b.slots} slots busy` : "with its one slot busy"} (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents \u2014 a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`
     );
   return said.length ? said.join("; ") : null;
 }
 var benchLine = benchText;
+
+// engine/serving/setup.ts
+import path31 from "node:path";
+import { spawn as spawn6 } from "node:child_process";
+import { closeSync as closeSync5, mkdirSync as mkdirSync12, openSync as openSync5 } from "node:fs";
 
 // engine/serving/capture.ts
 var MODELS_KEEP = { data: [{ id: true, owned_by: true, max_model_len: true, meta: { n_ctx: true } }], models: [{ name: true }] };
@@ -79116,6 +79145,7 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
     const loading = /loading model/i.test(models.text);
     return { url: `${root2}/v1`, engine: loading ? "llama.cpp" : engine, models: ids2, totalSlots, perSlotCtx, needsKey, build, notes, loading };
   }
+  if (needsKey) return { url: `${root2}/v1`, engine, models: ids2, totalSlots, perSlotCtx, needsKey, keyStatus: models.status, build, notes };
   if (perSlotCtx === null) {
     const m = models.body?.data?.[0];
     perSlotCtx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
@@ -80039,7 +80069,8 @@ function finish(store, target, v, o2) {
   const t2 = { ...target, outcome: v.outcome, verifiedAt: (/* @__PURE__ */ new Date()).toISOString(), checks: v.checks };
   if (v.outcome === "cannot-build" && o2.saveCannotBuild === false) return { target: t2, active: false, saved: false };
   const activate = v.outcome === "built" || v.outcome === "underpowered" && !!o2.acceptUnderpowered;
-  return { target: store.save(t2, activate), active: activate, saved: true };
+  const saved = store.save(t2, activate);
+  return { target: saved, active: activate || store.list().active === saved.id, saved: true };
 }
 function saveUnverified(store, target, t0) {
   const t2 = { ...target, outcome: void 0, verifiedAt: null, checks: [] };
@@ -80191,6 +80222,10 @@ async function setupCapture(o2) {
       ep.loading ? `${url2} is still loading its model (503 "Loading model"): capture it once GET /health answers 200` : `${url2} answers 503 (unavailable): capture it once it serves`
     );
   if (ep.needsKey && !key) throw new SetupInputError(`${url2} requires a key: pass --api-key-env VAR with VAR holding it`);
+  if (ep.needsKey)
+    throw new SetupInputError(
+      `${url2} refused the key in ${o2.apiKeyEnv} (HTTP ${ep.keyStatus ?? 401}): export ${o2.apiKeyEnv} with the key the server was started with (llama-server's --api-key or LLAMA_API_KEY)`
+    );
   if (o2.model && ep.models.length && !ep.models.includes(o2.model)) {
     throw new SetupInputError(`${url2} serves ${ep.models.join(", ")}, not ${o2.model}; pass one of those with --model`);
   }
@@ -80274,6 +80309,166 @@ async function setupProvider(o2) {
   };
 }
 
+// engine/serving/start-common.ts
+var StartError = class extends SetupError {
+  constructor(failure2) {
+    super(
+      "start",
+      failure2.cause,
+      { failure: failure2.kind, phase: failure2.phase ?? null, logLine: failure2.logLine ?? null, logFile: failure2.logFile ?? null },
+      ["input", "no-fit", "not-found", "not-confirmed"].includes(failure2.kind) ? "bad-input" : "unavailable"
+    );
+    this.failure = failure2;
+    this.name = "StartError";
+  }
+  failure;
+};
+var LOG_RULES = [
+  {
+    kind: "out-of-memory",
+    re: /out of memory|cudaMalloc failed|hipMalloc failed|ErrorOutOfDeviceMemory|failed to allocate .*buffer|unable to allocate|CUDA error: out of memory|torch\.OutOfMemoryError|not enough memory|No available memory for the cache blocks/i,
+    remedy: () => "the plan did not fit the memory that was free at start (another process may hold GPU memory: check nvidia-smi); choose fewer slots, a shorter context per slot or a smaller quant, or stop what uses the GPU"
+  },
+  {
+    kind: "unsupported-arch",
+    re: /unknown model architecture|unknown architecture|architecture .* not supported|model type .* not supported|does not support the model/i,
+    remedy: ({ bin }) => `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)`
+  },
+  {
+    // llama-server: `error while handling argument "--device": invalid device: CUDA0` — a device name of another build
+    kind: "bad-flag",
+    re: /invalid device: \S+/i,
+    remedy: ({ bin }) => `the plan names a device this build does not have (CUDA0 on a Vulkan or CPU build): \`${bin ?? "llama-server"} --list-devices\` shows its names \u2014 plan again with that build (ocw fit), or install the build for the GPU`
+  },
+  {
+    // `E llama_init_from_model: quantized V cache requires flash_attn to be enabled`, then "exiting due to model loading error"
+    kind: "bad-flag",
+    re: /requires flash_attn|requires flash attention/i,
+    remedy: () => "a quantized V cache (-ctv q8_0, q4_0 \u2026) needs flash attention: start with -fa on (or auto), or with an f16 V cache"
+  },
+  {
+    kind: "bad-flag",
+    re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:|error while handling argument|unknown value for/i,
+    remedy: ({ bin }) => `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which`
+  },
+  {
+    kind: "driver",
+    re: /CUDA driver version is insufficient|no CUDA-capable device|cuInit|ggml_cuda_init: failed|ggml_vulkan: No devices found|hipErrorNoDevice|NVIDIA driver on your system is too old/i,
+    remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)"
+  },
+  {
+    kind: "library",
+    re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
+    remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads"
+  },
+  {
+    kind: "model-load",
+    re: /error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
+    remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew"
+  },
+  {
+    kind: "port",
+    re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
+    remedy: () => "the port was taken between choosing and binding it: start again"
+  }
+];
+function classifyLog(log, bin = null) {
+  const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  for (const r of LOG_RULES) {
+    const line = lines.find((l) => r.re.test(l));
+    if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
+  }
+  const first2 = lines.find((l) => /^\d+\.\d+\.\d+\.\d+ E /.test(l));
+  if (first2) return { kind: "other", logLine: first2.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" };
+  const err = [...lines].reverse().find((l) => /\b(error|failed|fatal|abort|exception)\b/i.test(l) && !/Loading model/.test(l));
+  return err ? { kind: "other", logLine: err.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" } : null;
+}
+function classifyDownload(message) {
+  if (/GiB free|needs .* GiB/.test(message))
+    return { kind: "disk", remedy: "free disk space, or set OCW_STATE_DIR to a larger disk (models are stored under <state>/models)" };
+  if (/HTTP 40[13]|gated|private/.test(message))
+    return { kind: "auth", remedy: "the repository is gated or private: accept its license on huggingface.co and set HF_TOKEN where the engine starts" };
+  if (/HTTP 404|no Hugging Face repo|has no /.test(message))
+    return { kind: "not-found", remedy: "check the repository and quant names (`ocw fit --model REPO` lists the quants it has)" };
+  if (/checksum|sha256/.test(message))
+    return { kind: "checksum", remedy: "the file did not match the Hub's checksum and was removed: start again (a proxy or a broken mirror can cause this)" };
+  if (/cancel/.test(message)) return { kind: "cancelled", remedy: "start again to resume from the bytes already on disk" };
+  if (/broke at|size mismatch/.test(message)) return { kind: "network", remedy: "the connection broke: start again, the download resumes where it stopped" };
+  return {
+    kind: "network",
+    remedy: "the Hub (or OCW_HF_ENDPOINT) cannot be reached from the engine's machine: check the network, or download the file yourself and pass its path"
+  };
+}
+function runningGroups(recs = listServing()) {
+  const m = /* @__PURE__ */ new Map();
+  for (const r of recs) {
+    if (!servingAlive(r) || !r.gpuBytes?.length) continue;
+    const id3 = r.replicaOf ?? r.targetId;
+    const g2 = m.get(id3) ?? { id: id3, recs: [], bytes: /* @__PURE__ */ new Map() };
+    g2.recs.push(r);
+    for (const x of r.gpuBytes) g2.bytes.set(x.index, (g2.bytes.get(x.index) ?? 0) + x.bytes);
+    m.set(id3, g2);
+  }
+  return [...m.values()];
+}
+function withFreed(hw, bytes) {
+  return {
+    ...hw,
+    gpus: hw.gpus.map((g2) => {
+      const b = bytes.get(g2.index) ?? 0;
+      if (!b || g2.freeBytes === null) return g2;
+      return { ...g2, freeBytes: Math.min(g2.totalBytes, g2.freeBytes + b), usedBytes: g2.usedBytes === null ? null : Math.max(0, g2.usedBytes - b) };
+    })
+  };
+}
+async function planReplacing(hw, first2, planOn, id3, replaces2) {
+  for (const g2 of runningGroups()) {
+    if (id3 && g2.id !== id3) continue;
+    const freed = await planOn(withFreed(hw, g2.bytes));
+    if (freed.pick && replaces2(freed.pick, g2)) return { fit: freed, replacing: g2 };
+  }
+  return { fit: first2, replacing: null };
+}
+async function benchPhase(c3, t2, v) {
+  const { begin, end, skip, emit: emit3, phase } = c3.ops;
+  const budget2 = c3.input.benchSec ?? benchBudgetSec();
+  if (budget2 <= 0) {
+    skip("bench", "no benchmark (OCW_SETUP_BENCH_SEC=0)");
+    return null;
+  }
+  if (v.outcome === "cannot-build") {
+    skip("bench", "not measured: verify found the server unusable");
+    return null;
+  }
+  begin("bench", `${t2.slots > 1 ? `1 stream, then ${t2.slots} at once` : "1 stream"}, about ${budget2} s${t2.pooled ? ` (replica 1 of ${t2.pooled})` : ""}`);
+  const b = await benchmarkEndpoint({
+    ...t2,
+    budgetSec: budget2,
+    signal: c3.o.signal,
+    onProgress: (n2, note) => {
+      phase("bench").detail = `${counted(n2, "request")}: ${note}`;
+      emit3(false);
+    }
+  });
+  end(benchLine(b), "done");
+  return b;
+}
+async function confirmPhase(c3) {
+  const { o: o2, job: job2 } = c3;
+  if (o2.confirm) {
+    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job2))).catch((e) => {
+      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+    });
+    if (!ok2)
+      throw new StartError({
+        kind: "not-confirmed",
+        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
+        logLine: null,
+        remedy: "pass --yes to skip the question"
+      });
+  }
+}
+
 // engine/serving/servers-api.ts
 function view(r) {
   return {
@@ -80346,10 +80541,16 @@ async function serverRestartApi(id3, o2 = {}) {
         out.push(rec);
       }
     } catch (e) {
-      throw new OcwError("unavailable", `${r.targetId} did not start again: ${e.message.split("\n")[0]} (log: ${r.logFile})`);
+      throw new OcwError("unavailable", restartFailure(r.targetId, e.message, null, r.logFile, r.port));
     }
   }
   return out.map(view);
+}
+function restartFailure(id3, message, logLine2, logFile, port) {
+  const c3 = classifyLog(logLine2 ?? message);
+  if (c3?.kind === "port")
+    return `${id3} did not start again: port ${port} is taken by another process now (${c3.logLine}): stop what holds it (\`ss -ltnp 'sport = :${port}'\` names it) and restart, or set the model up again with \`ocw setup\` (a free port) (log: ${logFile})`;
+  return `${id3} did not start again: ${message.split("\n")[0]} (log: ${logFile})`;
 }
 async function serverDeleteApi(id3) {
   const recs = recordsOf(id3);
@@ -80560,11 +80761,12 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
       input(`${entry.id} is served by vLLM / SGLang only (the catalog has no GGUF of it): plan it with --runtime vllm or --runtime sglang`, "model");
     const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q3) => q3.quant.toUpperCase() === repoQuant) : entry.quants };
     if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q3) => q3.quant).join(", ")})`, "model");
-    const first2 = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow });
+    const first2 = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow, named: entry.name });
     result2 = first2?.pick ? { pick: first2.pick, alternatives: first2.alternatives, problem: null } : { pick: null, alternatives: [], problem: first2?.problem ?? null, ...first2?.slow?.length ? { refused: first2.slow } : {} };
     if (!result2.pick) {
       const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q3) => ({ ...q3, bits: Math.max(q3.bits, 4) })) }], exact, {
-        allowSlow
+        allowSlow,
+        named: entry.name
       });
       if (small.pick && !repoQuant)
         small.pick.reason = `${small.pick.reason}; no \u2265 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
@@ -80595,7 +80797,8 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
       };
     }
   } catch (e) {
-    input(`${i2.model}: ${e.message.split("\n")[0]}`, "model");
+    const m = e.message.split("\n")[0];
+    input(m.includes(i2.model) ? m : `${i2.model}: ${m}`, "model");
   }
   return refuseSlow(result2, slots, allowSlow);
 }
@@ -80604,168 +80807,6 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
 import { chmodSync as chmodSync3, existsSync as existsSync14, mkdirSync as mkdirSync13, readFileSync as readFileSync15, statSync as statSync11, writeFileSync as writeFileSync9 } from "node:fs";
 import os7 from "node:os";
 import path34 from "node:path";
-
-// engine/serving/start-common.ts
-var StartError = class extends SetupError {
-  constructor(failure2) {
-    super(
-      "start",
-      failure2.cause,
-      { failure: failure2.kind, phase: failure2.phase ?? null, logLine: failure2.logLine ?? null, logFile: failure2.logFile ?? null },
-      ["input", "no-fit", "not-found", "not-confirmed"].includes(failure2.kind) ? "bad-input" : "unavailable"
-    );
-    this.failure = failure2;
-    this.name = "StartError";
-  }
-  failure;
-};
-var LOG_RULES = [
-  {
-    kind: "out-of-memory",
-    re: /out of memory|cudaMalloc failed|hipMalloc failed|ErrorOutOfDeviceMemory|failed to allocate .*buffer|unable to allocate|CUDA error: out of memory|torch\.OutOfMemoryError|not enough memory|No available memory for the cache blocks/i,
-    remedy: () => "the plan did not fit the memory that was free at start (another process may hold GPU memory: check nvidia-smi); choose fewer slots, a shorter context per slot or a smaller quant, or stop what uses the GPU"
-  },
-  {
-    kind: "unsupported-arch",
-    re: /unknown model architecture|unknown architecture|architecture .* not supported|model type .* not supported|does not support the model/i,
-    remedy: ({ bin }) => `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)`
-  },
-  {
-    // llama-server: `error while handling argument "--device": invalid device: CUDA0` — a device name of another build
-    kind: "bad-flag",
-    re: /invalid device: \S+/i,
-    remedy: ({ bin }) => `the plan names a device this build does not have (CUDA0 on a Vulkan or CPU build): \`${bin ?? "llama-server"} --list-devices\` shows its names \u2014 plan again with that build (ocw fit), or install the build for the GPU`
-  },
-  {
-    // `E llama_init_from_model: quantized V cache requires flash_attn to be enabled`, then "exiting due to model loading error"
-    kind: "bad-flag",
-    re: /requires flash_attn|requires flash attention/i,
-    remedy: () => "a quantized V cache (-ctv q8_0, q4_0 \u2026) needs flash attention: start with -fa on (or auto), or with an f16 V cache"
-  },
-  {
-    kind: "bad-flag",
-    re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:|error while handling argument|unknown value for/i,
-    remedy: ({ bin }) => `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which`
-  },
-  {
-    kind: "driver",
-    re: /CUDA driver version is insufficient|no CUDA-capable device|cuInit|ggml_cuda_init: failed|ggml_vulkan: No devices found|hipErrorNoDevice|NVIDIA driver on your system is too old/i,
-    remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)"
-  },
-  {
-    kind: "library",
-    re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
-    remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads"
-  },
-  {
-    kind: "model-load",
-    re: /error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
-    remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew"
-  },
-  {
-    kind: "port",
-    re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
-    remedy: () => "the port was taken between choosing and binding it: start again"
-  }
-];
-function classifyLog(log, bin = null) {
-  const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
-  for (const r of LOG_RULES) {
-    const line = lines.find((l) => r.re.test(l));
-    if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
-  }
-  const first2 = lines.find((l) => /^\d+\.\d+\.\d+\.\d+ E /.test(l));
-  if (first2) return { kind: "other", logLine: first2.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" };
-  const err = [...lines].reverse().find((l) => /\b(error|failed|fatal|abort|exception)\b/i.test(l) && !/Loading model/.test(l));
-  return err ? { kind: "other", logLine: err.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" } : null;
-}
-function classifyDownload(message) {
-  if (/GiB free|needs .* GiB/.test(message))
-    return { kind: "disk", remedy: "free disk space, or set OCW_STATE_DIR to a larger disk (models are stored under <state>/models)" };
-  if (/HTTP 40[13]|gated|private/.test(message))
-    return { kind: "auth", remedy: "the repository is gated or private: accept its license on huggingface.co and set HF_TOKEN where the engine starts" };
-  if (/HTTP 404|no Hugging Face repo|has no /.test(message))
-    return { kind: "not-found", remedy: "check the repository and quant names (`ocw fit --model REPO` lists the quants it has)" };
-  if (/checksum|sha256/.test(message))
-    return { kind: "checksum", remedy: "the file did not match the Hub's checksum and was removed: start again (a proxy or a broken mirror can cause this)" };
-  if (/cancel/.test(message)) return { kind: "cancelled", remedy: "start again to resume from the bytes already on disk" };
-  if (/broke at|size mismatch/.test(message)) return { kind: "network", remedy: "the connection broke: start again, the download resumes where it stopped" };
-  return {
-    kind: "network",
-    remedy: "the Hub (or OCW_HF_ENDPOINT) cannot be reached from the engine's machine: check the network, or download the file yourself and pass its path"
-  };
-}
-function runningGroups(recs = listServing()) {
-  const m = /* @__PURE__ */ new Map();
-  for (const r of recs) {
-    if (!servingAlive(r) || !r.gpuBytes?.length) continue;
-    const id3 = r.replicaOf ?? r.targetId;
-    const g2 = m.get(id3) ?? { id: id3, recs: [], bytes: /* @__PURE__ */ new Map() };
-    g2.recs.push(r);
-    for (const x of r.gpuBytes) g2.bytes.set(x.index, (g2.bytes.get(x.index) ?? 0) + x.bytes);
-    m.set(id3, g2);
-  }
-  return [...m.values()];
-}
-function withFreed(hw, bytes) {
-  return {
-    ...hw,
-    gpus: hw.gpus.map((g2) => {
-      const b = bytes.get(g2.index) ?? 0;
-      if (!b || g2.freeBytes === null) return g2;
-      return { ...g2, freeBytes: Math.min(g2.totalBytes, g2.freeBytes + b), usedBytes: g2.usedBytes === null ? null : Math.max(0, g2.usedBytes - b) };
-    })
-  };
-}
-async function planReplacing(hw, first2, planOn, id3, replaces2) {
-  for (const g2 of runningGroups()) {
-    if (id3 && g2.id !== id3) continue;
-    const freed = await planOn(withFreed(hw, g2.bytes));
-    if (freed.pick && replaces2(freed.pick, g2)) return { fit: freed, replacing: g2 };
-  }
-  return { fit: first2, replacing: null };
-}
-async function benchPhase(c3, t2, v) {
-  const { begin, end, skip, emit: emit3, phase } = c3.ops;
-  const budget2 = c3.input.benchSec ?? benchBudgetSec();
-  if (budget2 <= 0) {
-    skip("bench", "no benchmark (OCW_SETUP_BENCH_SEC=0)");
-    return null;
-  }
-  if (v.outcome === "cannot-build") {
-    skip("bench", "not measured: verify found the server unusable");
-    return null;
-  }
-  begin("bench", `${t2.slots > 1 ? `1 stream, then ${t2.slots} at once` : "1 stream"}, about ${budget2} s${t2.pooled ? ` (replica 1 of ${t2.pooled})` : ""}`);
-  const b = await benchmarkEndpoint({
-    ...t2,
-    budgetSec: budget2,
-    signal: c3.o.signal,
-    onProgress: (n2, note) => {
-      phase("bench").detail = `${counted(n2, "request")}: ${note}`;
-      emit3(false);
-    }
-  });
-  end(benchLine(b), "done");
-  return b;
-}
-async function confirmPhase(c3) {
-  const { o: o2, job: job2 } = c3;
-  if (o2.confirm) {
-    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job2))).catch((e) => {
-      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
-    });
-    if (!ok2)
-      throw new StartError({
-        kind: "not-confirmed",
-        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
-        logLine: null,
-        remedy: "pass --yes to skip the question"
-      });
-  }
-}
-
-// engine/serving/start-runtimes.ts
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
   const words2 = commandWords(o2.command);
@@ -80812,8 +80853,12 @@ function buildLaunch(o2) {
     ...Object.keys(extraEnv).flatMap((k) => ["-e", k]),
     ...env2.HF_TOKEN ? ["-e", "HF_TOKEN"] : [],
     ...configFile ? ["-v", `${configFile}:/ocw/sglang.yaml:ro`] : [],
+    // vLLM's image has had two entrypoints: `python3 -m vllm.entrypoints.openai.api_server`, where a positional model
+    // is not the model (it serves the image's default, Qwen/Qwen3-0.6B: vllm#32292), and later `vllm serve`. Naming
+    // the entrypoint runs `vllm serve MODEL …` under either (and under an OCW_VLLM_IMAGE of either age).
+    ...o2.runtime === "vllm" ? ["--entrypoint", "vllm"] : [],
     image,
-    ...o2.runtime === "vllm" ? args.slice(1) : ["python3", ...args]
+    ...o2.runtime === "vllm" ? args : ["python3", ...args]
   ];
   return { how: "container", cmd: o2.found.bin, args: run5, env: extraEnv, port: o2.port, configFile };
 }
@@ -81441,9 +81486,10 @@ async function runtimeLlamaPhase(c3, plan) {
     }).catch((e) => {
       throw new StartError({
         kind: "runtime",
-        cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config2().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`,
+        // the remedy says how to build one: not twice in the line
+        cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config2().OCW_LLAMA_RELEASES_URL ?? "https://github.com").replace(/; build from source with scripts\/build-llama-server\.sh$/, "")}`,
         logLine: null,
-        remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh"
+        remedy: "pass a llama-server you have (--llama-server PATH, or LLAMA_SERVER=PATH where `ocw setup` runs), or build one with scripts/build-llama-server.sh (git, cmake and a C++ compiler; it takes llama.cpp's source from the npm package node-llama-cpp, not from GitHub; \u2248 10 minutes on 2 cores)"
       });
     });
     bin = got.bin;
@@ -82072,7 +82118,9 @@ function setupStartApi(input2, store, publish, opts = {}) {
   if (i2.llamaServer) checkLlamaServerPath(i2.llamaServer);
   const running = [...jobs.values()].find((j) => j.job.state === "running");
   if (running)
-    throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
+    throw new SetupApiInputError(
+      `a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it (Ctrl-C in the \`ocw setup\` that started it, or Cancel in Setup)`
+    );
   const jobId = randomBytes8(6).toString("hex");
   const abort = new AbortController();
   let first2 = null;
@@ -82108,9 +82156,7 @@ function checkLlamaServerPath(p) {
   try {
     st = statSync13(p);
   } catch {
-    throw new SetupApiInputError(
-      `no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`
-    );
+    throw new SetupApiInputError(noLlamaServerText(p), { field: "llamaServer", missing: p });
   }
   if (!st.isFile())
     throw new SetupApiInputError(
@@ -84842,7 +84888,7 @@ function policyGlob(text, pattern, holdBack) {
 }
 
 // engine/grading/checks.ts
-import { existsSync as existsSync26, lstatSync as lstatSync7, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync22, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
+import { existsSync as existsSync26, lstatSync as lstatSync7, mkdirSync as mkdirSync22, readdirSync as readdirSync11, readFileSync as readFileSync22, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
 import path54 from "node:path";
 
 // engine/workspace/fold.ts
@@ -87174,7 +87220,7 @@ async function folderIn(checkout, sub) {
 var import_ini = __toESM(require_ini());
 import { execFile as execFile3 } from "node:child_process";
 import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync25, lstatSync as lstatSync6, readdirSync as readdirSync9, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
+import { existsSync as existsSync25, lstatSync as lstatSync6, readdirSync as readdirSync10, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
 import path53 from "node:path";
 import { promisify as promisify6 } from "node:util";
 
@@ -87965,7 +88011,7 @@ function readInside(root2, file3, max = MAX_READ_BYTES) {
 
 // engine/grading/make-includes.ts
 var import_picomatch2 = __toESM(require_picomatch2());
-import { existsSync as existsSync24 } from "node:fs";
+import { existsSync as existsSync24, readdirSync as readdirSync9 } from "node:fs";
 import path50 from "node:path";
 var MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
 var MAX_FILES = 10;
@@ -88017,7 +88063,7 @@ var DEPENDENCY_RECIPE = /(^|\s)-M{1,2}[DGP]?(\s|$)|makedepend|(^|[\s(])(gcc|g\+\
 function makeFacts(checkout, runs2) {
   const out = [];
   const included = new MakeIncludes();
-  const facts = { includes: out, included, readFirst: [], targets: [], inputs: [], vpath: [], read: false, goals: [], made: [] };
+  const facts = { includes: out, included, readFirst: [], targets: [], inputs: [], vpath: [], read: false, goals: [], made: [], intermediates: [] };
   const seen = /* @__PURE__ */ new Set();
   for (const given of runs2) {
     const run5 = typeof given === "string" ? { dir: given } : given;
@@ -88042,6 +88088,7 @@ function makeFacts(checkout, runs2) {
     const reads = [];
     let defaultGoal = null;
     let goalSet = false;
+    const globs = /* @__PURE__ */ new Map();
     while (queue.length && done.size < MAX_FILES) {
       const makefile = queue.shift();
       if (done.has(makefile)) continue;
@@ -88106,8 +88153,10 @@ function makeFacts(checkout, runs2) {
           if (!rule) continue;
           budget = EXPANSION_BUDGET;
           const [before, after] = rule[2].split(";", 2);
+          globbed = (pattern) => globIn(checkout, dir, pattern, globs);
           const targets = words(expand(rule[1], vars, 0));
-          const prereqs = /=/.test(before) ? [] : words(expand(before.replace("|", " "), vars, 0));
+          const prereqs = /=/.test(outsideReferences(before)) ? [] : words(expand(before.replace("|", " "), vars, 0));
+          globbed = null;
           const r = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
           const ordinary = targets.find((t2) => !t2.startsWith(".") && !t2.includes("%"));
           if (ordinary !== void 0 && !readFirstFiles.has(makefile)) {
@@ -88189,6 +88238,14 @@ function makeFacts(checkout, runs2) {
       }
       included.spend(reached.size * folders.length);
       for (const t2 of reached) if (!t2.includes("%")) facts.made.push(...at(t2));
+      const built = new Set(rules.filter((r) => r.recipe.length).flatMap((r) => r.targets.filter((t2) => !t2.includes("%"))));
+      const patterns = rules.filter((r) => r.recipe.length).flatMap((r) => r.targets.filter((t2) => t2.includes("%") && !/^\.[A-Z_]/.test(t2)));
+      for (const t2 of reached) {
+        if (goals.includes(t2) || t2.includes("%") || /^\.[A-Z_]/.test(t2) || phony.has(t2)) continue;
+        included.spend(patterns.length);
+        if (built.has(t2) || /\.o$/.test(t2) || patterns.some((p) => matchesPattern(p, t2)))
+          for (const p of at(t2)) facts.intermediates.push({ path: p, target: t2, makefile: first2[0] ?? null });
+      }
     }
     for (const { name, makefile } of reads)
       for (const p of at(name))
@@ -88340,6 +88397,39 @@ function includeMatcher(word) {
 var EXPANSION_BUDGET = 2e3;
 var MAX_EXPANSION = 64 * 1024;
 var budget = 0;
+var globbed = null;
+var MAX_GLOBBED = 4096;
+function globIn(checkout, dir, pattern, memo2) {
+  if (memo2.has(pattern)) return memo2.get(pattern);
+  let out = null;
+  const slash = pattern.lastIndexOf("/");
+  const [folder, base2] = [pattern.slice(0, slash + 1), pattern.slice(slash + 1)];
+  if (/[*?[]/.test(base2) && !/[*?[\\\u0001\u0002]/.test(folder) && !/[\\\u0001\u0002]/.test(base2) && !path50.posix.isAbsolute(pattern)) {
+    const from = fromRun(dir, folder || ".");
+    const real2 = from === null ? null : from === "" ? "" : realInside(checkout, from);
+    if (real2 !== null && memo2.size < MAX_FOLDERS * 64)
+      try {
+        const match = (0, import_picomatch2.default)(base2, { dot: base2.startsWith(".") });
+        const names = readdirSync9(path50.join(checkout, real2)).filter((f) => match(f));
+        out = names.length <= MAX_GLOBBED ? names.sort().map((f) => folder + f) : null;
+      } catch {
+        out = null;
+      }
+  }
+  memo2.set(pattern, out);
+  return out;
+}
+function outsideReferences(s) {
+  let out = "";
+  for (let i2 = 0; i2 < s.length; i2++) {
+    if (s[i2] === "$" && (s[i2 + 1] === "(" || s[i2 + 1] === "{")) {
+      const end = closing(s, i2 + 1);
+      if (end < 0) return out + s.slice(i2);
+      i2 = end;
+    } else out += s[i2];
+  }
+  return out;
+}
 function expandLine(text, vars) {
   budget = EXPANSION_BUDGET;
   return expand(text, vars, 0);
@@ -88416,6 +88506,9 @@ function reference(body, vars, depth) {
     const each = (text, f) => words(text ?? "").map(f).join(" ");
     switch (name) {
       case "wildcard":
+        if (globbed)
+          return words(args.join(" ")).flatMap((w) => globbed?.(w) ?? [w]).join(" ");
+        return args.join(",");
       case "sort":
       case "strip":
         return args.join(",");
@@ -89072,6 +89165,128 @@ function makeRuns(commands, sub, checkout) {
 function makeGoalRuns(commands, sub, checkout) {
   return readCommands(commands, sub, checkout).runs;
 }
+function checkWriters(line, sub, trusted2) {
+  const shape = lineShape(line);
+  let others = shape.substitutes ? "a command substitution" : null;
+  let andOnly = shape.andOnly;
+  let makes = false;
+  let voided = /(^|[\s;&|(){}])(function\s+\S|[\w.:+-]+\s*\(\s*\))/.test(line);
+  const compiled = [];
+  let at = sub;
+  let sawCd = false;
+  const other = (what) => {
+    others ??= what;
+  };
+  for (const words2 of simpleCommands(line)) {
+    if (words2[0] === "!" || words2[0] === "trap") andOnly = false;
+    const lead = words2.findIndex((w) => typeof w !== "string" || !RESERVED2.has(w));
+    if (lead < 0) continue;
+    const set2 = assignedOnly(words2.slice(lead));
+    if (set2) {
+      if (set2.some(([name]) => name === "PATH") || words2.slice(lead).some((w) => w === null)) voided = true;
+      continue;
+    }
+    const start = commandStart(words2);
+    if (!start || !("at" in start)) {
+      voided = true;
+      other(start ? "a command a wrapper runs from its string" : "a program named through an expansion");
+      continue;
+    }
+    const before = words2.slice(0, start.at);
+    if (before.some((w) => w === null || /^PATH=/.test(w))) voided = true;
+    const prog = words2[start.at];
+    if (typeof prog !== "string") {
+      other("a program named through an expansion");
+      continue;
+    }
+    const args = words2.slice(start.at + 1);
+    if (prog === "cd" || prog === "pushd" || prog === "popd") {
+      sawCd = true;
+      const to = args[0];
+      at = prog === "cd" && at !== null && typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN2) ? path51.posix.normalize(path51.posix.join(at || ".", to)) : null;
+      if (at === ".") at = "";
+      if (at?.startsWith("..")) at = null;
+      continue;
+    }
+    if (SHELL_CHANGERS.has(prog)) {
+      voided = true;
+      other(prog);
+      continue;
+    }
+    if (prog === "make" || prog === "gmake") {
+      makes = true;
+      continue;
+    }
+    if (QUIET.has(prog)) continue;
+    const kind = COMPILER.test(prog) ? "cc" : prog === "rustc" ? "rustc" : prog === "go" && args[0] === "build" ? "go" : null;
+    if (!kind || !trusted2(prog)) {
+      other(prog);
+      continue;
+    }
+    for (let k = kind === "go" ? 1 : 0; k < args.length; k++) {
+      const w = args[k];
+      let out;
+      if (w === "-o") out = args[++k];
+      else if (typeof w === "string" && kind === "cc" && /^-o./.test(w)) out = w.slice(2);
+      else if (typeof w === "string" && kind === "go" && w.startsWith("-o=")) out = w.slice(3);
+      if (typeof out !== "string" || at === null || !out || out.startsWith("/") || out.startsWith("~") || out.includes(UNKNOWN2)) continue;
+      const file3 = fromRun(at, out);
+      if (file3) compiled.push(file3);
+    }
+  }
+  return { compiled: voided || sawCd && shape.parens ? [] : [...new Set(compiled)], others, andOnly, makes };
+}
+var COMPILER = /^(cc|c\+\+|gcc|g\+\+|clang|clang\+\+)(-\d+(\.\d+)*)?$/;
+var QUIET = /* @__PURE__ */ new Set([
+  "true",
+  "false",
+  ":",
+  "echo",
+  "printf",
+  "test",
+  "[",
+  "[[",
+  "]]",
+  "}",
+  "pwd",
+  "exit",
+  "set",
+  "mkdir",
+  "ls",
+  "sleep",
+  "wait",
+  "then",
+  "fi",
+  "done",
+  "esac"
+]);
+var SHELL_CHANGERS = /* @__PURE__ */ new Set([".", "source", "eval", "alias", "hash", "enable", "builtin", "command", "exec"]);
+function lineShape(line) {
+  let andOnly = true;
+  let substitutes = false;
+  let parens = false;
+  for (let i2 = 0; i2 < line.length; i2++) {
+    const c3 = line[i2];
+    if (c3 === "\\") i2++;
+    else if (c3 === "'") {
+      const end = line.indexOf("'", i2 + 1);
+      i2 = end < 0 ? line.length : end;
+    } else if (c3 === '"') {
+      for (i2++; i2 < line.length && line[i2] !== '"'; i2++) {
+        if (line[i2] === "\\") i2++;
+        else if (line[i2] === "`" || line[i2] === "$" && line[i2 + 1] === "(") substitutes = true;
+      }
+    } else if (c3 === "#" && (i2 === 0 || /\s/.test(line[i2 - 1]))) {
+      while (i2 < line.length && line[i2] !== "\n") i2++;
+      i2--;
+    } else if (c3 === "`" || c3 === "$" && line[i2 + 1] === "(" || (c3 === "<" || c3 === ">") && line[i2 + 1] === "(") substitutes = true;
+    else if (c3 === "&" && line[i2 + 1] === "&") i2++;
+    else if (c3 === "&" && (line[i2 - 1] === ">" || line[i2 - 1] === "<" || line[i2 + 1] === ">")) continue;
+    else if (c3 === ";" || c3 === "|" || c3 === "&" || c3 === "\n") andOnly = false;
+    else if (c3 === "(" || c3 === ")") parens = true;
+  }
+  return { andOnly, substitutes, parens };
+}
 function readCommands(commands, sub, checkout) {
   const found = /* @__PURE__ */ new Map();
   const runs2 = [];
@@ -89143,7 +89358,8 @@ function readCommands(commands, sub, checkout) {
           });
         const make = options2 ? makeRecipes(options2, checkout, work, fromMakeDir(options2.dir, includeDirs), readFirst) : null;
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
-        if (make) for (const line2 of make.lines) read3(line2, make.dir, command, depth + 1, void 0, passed);
+        const sets = make ? withMakeVars(passed, make.vars) : passed;
+        if (make) for (const line2 of make.lines) read3(line2, make.dir, command, depth + 1, void 0, sets);
       }
     }
   };
@@ -89284,7 +89500,7 @@ function makeRecipes({ dir, makefiles, targets }, checkout, work, searched, read
       if (text !== null) reading.add(path51.posix.join(dir, name));
       break;
     }
-  if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
+  if (text === null) return makefiles.length ? { dir, lines: [], makefiles, vars: [] } : null;
   const budget2 = { files: MAX_INCLUDED };
   const firstText = readFirst.length ? withIncludes(`-include ${readFirst.join(" ")}`, checkout, [dir, ...searched], reading, budget2) : "";
   text = withIncludes(text, checkout, [dir, ...searched], reading, budget2);
@@ -89296,6 +89512,7 @@ function makeRecipes({ dir, makefiles, targets }, checkout, work, searched, read
   const split = (t2) => t2.replace(/\\\n/g, " ").split("\n");
   const firstLines = firstText ? split(firstText) : [];
   const all = [...firstLines, ...split(text)];
+  const assigned = /* @__PURE__ */ new Map();
   for (let k = 0; k < all.length; k++) {
     const raw2 = all[k];
     const goal = k >= firstLines.length;
@@ -89304,6 +89521,15 @@ function makeRecipes({ dir, makefiles, targets }, checkout, work, searched, read
       continue;
     }
     const line = raw2.replace(/#.*$/, "");
+    const set2 = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line) ?? /^[^:=#\t]+:\s*(?:(?:override|export|private)\s+)*(MAKEFLAGS|GNUMAKEFLAGS|MAKEFILES)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
+    if (set2 && !/^\s*(-?include|sinclude)\b/.test(line)) {
+      const [, name, op, value] = set2;
+      const was = assigned.get(name);
+      if (assigned.size < MAX_MAKE_VARS || assigned.has(name) || MAKE_VARS.has(name))
+        assigned.set(name, op === "!=" ? null : op === "+=" ? was === null ? null : `${was ?? ""} ${value}` : op === "?=" && was !== void 0 ? was : value);
+      current = [];
+      continue;
+    }
     const m = /^([^:=#\t][^:=]*)::?\s*([^=].*)?$/.exec(line);
     if (!m || /^\s*(export|override|define|include|-include|sinclude|ifn?eq|ifn?def|else|endif)\b/.test(line)) {
       if (line.trim()) current = [];
@@ -89341,7 +89567,44 @@ function makeRecipes({ dir, makefiles, targets }, checkout, work, searched, read
     }
   };
   for (const t2 of targets.length ? targets : first2 ? [first2] : []) visit(t2);
-  return { dir, lines, makefiles };
+  const vars = [];
+  for (const name of ["GNUMAKEFLAGS", "MAKEFLAGS", "MAKEFILES"]) {
+    const v = assigned.get(name);
+    if (v === void 0) continue;
+    const value = v === null ? null : expandMakeVars(v, assigned, { left: MAX_MAKE_VAR_REFS });
+    vars.push([name, value ?? UNKNOWN2]);
+  }
+  return { dir, lines, makefiles, vars };
+}
+var MAX_MAKE_VARS = 4096;
+var MAX_MAKE_VAR_REFS = 4096;
+function expandMakeVars(value, vars, budget2, depth = 0) {
+  if (depth > 16) return null;
+  let out = "";
+  for (let i2 = 0; i2 < value.length; i2++) {
+    const c3 = value[i2];
+    if (out.length > 64 * 1024) return null;
+    if (c3 !== "$") {
+      out += c3;
+      continue;
+    }
+    if (value[i2 + 1] === "$") {
+      out += "$";
+      i2++;
+      continue;
+    }
+    const m = /^\$(?:\(([\w.-]+)\)|\{([\w.-]+)\})/.exec(value.slice(i2, i2 + 260));
+    if (!m || --budget2.left < 0) return null;
+    const v = vars.get(m[1] ?? m[2]);
+    if (v === null) return null;
+    if (v !== void 0) {
+      const e = expandMakeVars(v, vars, budget2, depth + 1);
+      if (e === null) return null;
+      out += e;
+    }
+    i2 += m[0].length - 1;
+  }
+  return out;
 }
 var asMake = (line) => line.replace(/\$(\(MAKE\)|\{MAKE\})/g, "make");
 var MAX_INCLUDED = 16;
@@ -90193,12 +90456,33 @@ function isEmptyPart(part) {
   if (isDoc(part)) return Object.values(part).every(isEmptyPart);
   return false;
 }
-function checkGoals(checkout, sub, command) {
+var MAX_INTERMEDIATES = 2e4;
+function systemCompiler(name, pathEnv, roots) {
+  const real2 = (p) => {
+    try {
+      return realpathSync5(p);
+    } catch {
+      return path53.resolve(p);
+    }
+  };
+  const inside2 = roots.map(real2);
+  const dirs = pathEnv.split(":").filter((d) => path53.isAbsolute(d));
+  if (dirs.some((d) => inside2.some((r) => real2(d) === r || real2(d).startsWith(r + path53.sep)))) return false;
+  return dirs.some((d) => existsSync25(path53.join(d, name)));
+}
+function checkGoals(checkout, sub, command, pathEnv = allowListedEnv({}).PATH ?? "", roots = []) {
+  const writers = checkWriters(command, sub, (name) => systemCompiler(name, pathEnv, [checkout, ...roots]));
+  const besides = { compiled: new Set(writers.compiled), others: writers.others, andOnly: writers.andOnly, makes: writers.makes };
   const runs2 = makeGoalRuns([command], sub, checkout);
-  if (!runs2.length) return { goals: [], made: /* @__PURE__ */ new Set() };
+  if (!runs2.length) return { goals: [], made: /* @__PURE__ */ new Set(), intermediates: [], ...besides };
   try {
     const facts = makeFacts(checkout, runs2);
-    return { goals: facts.goals, made: new Set(facts.made) };
+    if (facts.intermediates.length > MAX_INTERMEDIATES)
+      throw new Error(
+        `the makes of the check "${command.length > 80 ? `${command.slice(0, 80)}\u2026` : command}" reach over ${MAX_INTERMEDIATES} prerequisites a rule builds: too many files to watch for a namesake a check's run writes`
+      );
+    const intermediates = facts.intermediates.map((i2) => ({ path: i2.path, goal: i2.target, makefile: i2.makefile, prerequisite: true }));
+    return { goals: facts.goals, made: new Set(facts.made), intermediates, ...besides };
   } catch (err) {
     if (!(err instanceof MakeTooLarge)) throw err;
     const goals = runs2.flatMap(
@@ -90207,11 +90491,13 @@ function checkGoals(checkout, sub, command) {
         return p === null || goal.startsWith("/") ? [] : [{ path: p, goal, makefile: null, unsure: true }];
       })
     );
-    return { goals, made: new Set(goals.map((g2) => g2.path)) };
+    return { goals, made: new Set(goals.map((g2) => g2.path)), intermediates: [], ...besides };
   }
 }
 function goalNamesakeWhy(g2, by) {
   const make = `a goal of the make of the later check "${by}"${g2.makefile ? ` (${g2.makefile})` : ""}`;
+  if (g2.prerequisite)
+    return `a prerequisite make builds by a rule for \`${g2.goal}\`, reached from ${make}: with a file or folder of that name there, newer than its sources, make takes it as up to date and it is not remade from them`;
   return g2.unsure ? `named like \`${g2.goal}\`, ${make}, whose makefiles are too large to tell whether it is declared .PHONY: with a file or folder of that name make takes a goal not declared so as up to date and runs none of its recipe` : `named like \`${g2.goal}\`, ${make}, which is not declared .PHONY: with a file or folder of that name make takes the goal as up to date and runs none of its recipe`;
 }
 function lookups(facts) {
@@ -90497,7 +90783,7 @@ function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], hel
   const walk = (dir, rel, mocksOnly) => {
     let entries;
     try {
-      entries = readdirSync9(dir, { withFileTypes: true });
+      entries = readdirSync10(dir, { withFileTypes: true });
     } catch {
       return;
     }
@@ -90632,7 +90918,7 @@ function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules
     const walk = (rel) => {
       let entries;
       try {
-        entries = readdirSync9(path53.join(checkout, yarn, rel), { withFileTypes: true });
+        entries = readdirSync10(path53.join(checkout, yarn, rel), { withFileTypes: true });
       } catch {
         return;
       }
@@ -90823,14 +91109,25 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     try {
       config3 = configSnapshot(root2, realCwd, heldDirs, heldModules, heldImports);
       const sub = path54.relative(realRoot, realCwd).split(path54.sep).join("/");
-      goals = checks.map((c3) => "run" in c3 ? checkGoals(realRoot, sub, c3.run) : null);
+      const pathEnv = allowListedEnv({}).PATH ?? "";
+      const roots = sandbox?.mountAs ? [sandbox.mountAs.root] : [];
+      goals = checks.map((c3) => "run" in c3 ? checkGoals(realRoot, sub, c3.run, pathEnv, roots) : null);
     } catch (err) {
       return checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: `not run: ${err.message}` }));
     }
   }
-  const absentAtStart = new Set(goals.flatMap((g2) => g2?.goals ?? []).flatMap((g2) => namesakeStamp(path54.join(realRoot, g2.path)) === ABSENT ? [g2.path] : []));
+  const watchedOf = (g2) => g2 ? [...g2.goals, ...g2.intermediates] : [];
+  const absentAtStart = new Set(goals.flatMap(watchedOf).flatMap((g2) => namesakeStamp(path54.join(realRoot, g2.path)) === ABSENT ? [g2.path] : []));
+  const rebuildBefore = /* @__PURE__ */ new Map();
   for (const [i2, check2] of checks.entries()) {
     const name = checkName(check2, i2);
+    if (!planted) {
+      for (const { p, writer } of rebuildBefore.get(i2) ?? [])
+        if (!removeForRebuild(realRoot, p)) {
+          planted = { by: writer, what: [`${p} written, and a link now on its way: it cannot be removed for a later make to build it again`] };
+          watch.planted?.push(...planted.what);
+        }
+    }
     if (planted) {
       results.push({ name, passed: false, output: `not run: the check "${planted.by}" wrote check configuration (${planted.what.join("; ")})` });
       continue;
@@ -90849,9 +91146,9 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     const namesakes = /* @__PURE__ */ new Map();
     for (const [j, later] of goals.entries())
       if (j > i2 && later) {
-        for (const g2 of later.goals)
+        for (const g2 of watchedOf(later))
           if (absentAtStart.has(g2.path) && !namesakes.has(g2.path))
-            namesakes.set(g2.path, { g: g2, by: checkName(checks[j], j), before: namesakeStamp(path54.join(realRoot, g2.path)) });
+            namesakes.set(g2.path, { g: g2, j, by: checkName(checks[j], j), before: namesakeStamp(path54.join(realRoot, g2.path)) });
       }
     const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path54.relative(realCwd, f)) : [];
@@ -90859,17 +91156,29 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
 [this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` } : r;
     if (config3) {
       let what;
+      const rebuilt = [];
       try {
         const after = configSnapshot(root2, realCwd, heldDirs, heldModules, heldImports);
         what = [...plantedConfig(config3, after, root2), ...await plantedModules(config3, after)];
-        for (const [p, { g: g2, by, before }] of namesakes) {
+        for (const [p, { g: g2, j, by, before }] of namesakes) {
           const now = namesakeStamp(path54.join(realRoot, p));
-          if (now === before || now === ABSENT || goals[i2]?.made.has(p)) continue;
-          what.push(`${p} ${before === ABSENT ? "written" : "changed"} \u2014 ${goalNamesakeWhy(g2, by)}`);
+          if (now === before || now === ABSENT) continue;
+          const origin = namesakeOrigin(goals[i2], p, check2.expectExit ?? 0);
+          if (origin === "own") continue;
+          if (origin === "rebuild") {
+            rebuildBefore.set(j, [...rebuildBefore.get(j) ?? [], { p, writer: name }]);
+            rebuilt.push(p);
+          } else what.push(`${p} ${before === ABSENT ? "written" : "changed"} \u2014 ${goalNamesakeWhy(g2, by)}`);
         }
       } catch (err) {
         what = [err.message];
       }
+      if (rebuilt.length && !what.length)
+        result2 = {
+          ...result2,
+          output: `${result2.output}
+[this check's own build wrote ${rebuilt.join(", ")} beside a program of the worker's, which could have written ${rebuilt.length === 1 ? "it" : "them"} too: removed before the later check whose make reaches ${rebuilt.length === 1 ? "it" : "them"}, which builds ${rebuilt.length === 1 ? "it" : "them"} again from the commit]`
+        };
       if (what.length) {
         planted = { by: name, what };
         watch.planted?.push(...what);
@@ -90907,7 +91216,7 @@ function clearHeldBackBytecode(root2, held) {
       rmSync11(cache, { force: true, recursive: true });
       continue;
     }
-    for (const name of readdirSync10(cache))
+    for (const name of readdirSync11(cache))
       if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path54.join(cache, name), { force: true, recursive: true });
   }
 }
@@ -90924,7 +91233,7 @@ function copyHeldBack(checks, root2) {
     }
     if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
     const walk = (from, rel) => {
-      for (const e of readdirSync10(from, { withFileTypes: true })) {
+      for (const e of readdirSync11(from, { withFileTypes: true })) {
         const f = path54.join(from, e.name);
         const r = rel ? `${rel}/${e.name}` : e.name;
         const dest = path54.join(root2, r);
@@ -90951,7 +91260,7 @@ function heldBackListing(checks) {
   const importPaths = /* @__PURE__ */ new Set();
   const jsImportPaths = /* @__PURE__ */ new Set();
   const walk = (from, rel) => {
-    for (const e of readdirSync10(from, { withFileTypes: true })) {
+    for (const e of readdirSync11(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) walk(path54.join(from, e.name), r);
       else if (e.isFile()) {
@@ -91085,6 +91394,28 @@ var lstatOrNull = (p) => {
   }
 };
 var ABSENT = "absent";
+function namesakeOrigin(own, p, expectExit) {
+  if (!own || !(own.made.has(p) || own.compiled.has(p))) return "planted";
+  if (own.others === null && own.made.has(p)) return "own";
+  if (own.compiled.has(p) && (own.andOnly && expectExit === 0 || own.others === null && !own.makes)) return "own";
+  return "rebuild";
+}
+function removeForRebuild(realRoot, rel) {
+  const name = rel.replace(/\/+$/, "");
+  if (!name) return false;
+  const at = path54.join(realRoot, name);
+  const folder = path54.dirname(at);
+  if (folder !== realRoot && !folder.startsWith(realRoot + path54.sep)) return false;
+  let real2;
+  try {
+    real2 = realpathSync6(folder);
+  } catch {
+    return true;
+  }
+  if (real2 !== folder) return false;
+  rmSync11(at, { force: true, recursive: true });
+  return true;
+}
 function namesakeStamp(file3) {
   try {
     const st = statSync18(file3);
@@ -91217,7 +91548,7 @@ async function gradeSnapshot(input2) {
   const built = checksPassed && !noChange;
   const verdict = built ? "built" : "honest-failure";
   const passedOnBase = new Set(input2.baseline?.passedOnBase ?? []);
-  const why = noChange ? checksPassed ? `no change: the worker changed no file, so nothing was shown${checks.length ? ` (its checks pass on the untouched base too: ${checks.length === 1 ? "it proves" : "they prove"} nothing)` : ""}` : "no change: the worker changed no file" : null;
+  const why = noChange ? checksPassed ? `no change: the worker changed no file, so nothing was shown to work${checks.length ? ` (its checks pass on the untouched base too: ${checks.length === 1 ? "it proves" : "they prove"} nothing)` : ""}` : "no change: the worker changed no file" : null;
   const weakEvidence = built && !!input2.baseline && checks.every((c3) => passedOnBase.has(c3.name));
   const { claim, reason } = parseClaim(input2.finalText);
   const sincePrevious = input2.previousCommit ? await changedBetween(ws, input2.previousCommit, graded.commit).catch(() => null) : null;
@@ -92189,7 +92520,7 @@ var EventBus = class _EventBus {
 var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/recovery/recovery.ts
-import { existsSync as existsSync27, readdirSync as readdirSync11 } from "node:fs";
+import { existsSync as existsSync27, readdirSync as readdirSync12 } from "node:fs";
 import path61 from "node:path";
 var Recovery = class {
   constructor(opts) {
@@ -92202,7 +92533,7 @@ var Recovery = class {
   endStaleServers() {
     const root2 = path61.join(this.opts.stateDir, "opencode");
     if (!existsSync27(root2)) return;
-    for (const dir of readdirSync11(root2)) endStaleServer(path61.join(root2, dir), (l) => this.reg.log(l));
+    for (const dir of readdirSync12(root2)) endStaleServer(path61.join(root2, dir), (l) => this.reg.log(l));
   }
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
   recover() {
@@ -92547,7 +92878,7 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 
 // engine/workers/open.ts
 import { execFileSync as execFileSync5 } from "node:child_process";
-import { existsSync as existsSync29, lstatSync as lstatSync10, readdirSync as readdirSync12, realpathSync as realpathSync8, statSync as statSync19 } from "node:fs";
+import { existsSync as existsSync29, lstatSync as lstatSync10, readdirSync as readdirSync13, realpathSync as realpathSync8, statSync as statSync19 } from "node:fs";
 import path63 from "node:path";
 var QUIET_GIT_KEYS = [
   /^core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath)$/,
@@ -92603,7 +92934,7 @@ function gitRunsIn(worktree) {
     if (loud.length) found.push(`${at}.git/config sets ${quotedSome(loud)}`);
     let hooks = [];
     try {
-      hooks = readdirSync12(path63.join(dotGit, "hooks"));
+      hooks = readdirSync13(path63.join(dotGit, "hooks"));
     } catch {
     }
     if (hooks.length) found.push(`${at}.git/hooks holds ${quotedSome(hooks)}`);
@@ -92613,7 +92944,7 @@ function gitRunsIn(worktree) {
   const walk = (dir, rel) => {
     let entries;
     try {
-      entries = readdirSync12(dir, { withFileTypes: true });
+      entries = readdirSync13(dir, { withFileTypes: true });
     } catch {
       return;
     }
@@ -93437,14 +93768,14 @@ function searchTranscripts(src, query, limit) {
 }
 
 // engine/workers/batches.ts
-import { existsSync as existsSync31, mkdirSync as mkdirSync24, readdirSync as readdirSync13 } from "node:fs";
+import { existsSync as existsSync31, mkdirSync as mkdirSync24, readdirSync as readdirSync14 } from "node:fs";
 import path67 from "node:path";
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
     this.dir = path67.join(opts.stateDir, "batches");
     if (existsSync31(this.dir)) {
-      for (const f of readdirSync13(this.dir)) {
+      for (const f of readdirSync14(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
           const r = readJson(path67.join(this.dir, f), null);
@@ -95420,7 +95751,7 @@ function createHTTPHandler(opts) {
 }
 
 // engine/api/router.ts
-import { existsSync as existsSync33, readdirSync as readdirSync14, readFileSync as readFileSync23 } from "node:fs";
+import { existsSync as existsSync33, readdirSync as readdirSync15, readFileSync as readFileSync23 } from "node:fs";
 import path72 from "node:path";
 
 // shared/ledger.ts
@@ -95782,7 +96113,7 @@ async function removeUnusedAdhoc(engine, removeOne) {
 function readGrades() {
   const dir = config2().OCW_PACKS_DIR ?? path72.join(projectRoot(), "packs");
   if (!existsSync33(dir)) return [];
-  return readdirSync14(dir, { withFileTypes: true }).flatMap((d) => {
+  return readdirSync15(dir, { withFileTypes: true }).flatMap((d) => {
     const file3 = path72.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync33(file3)) return [];
     const g2 = Grade.safeParse(JSON.parse(readFileSync23(file3, "utf8")));
@@ -96934,8 +97265,9 @@ ${startedHint(r.workerId)}`
     try {
       const r = await (await client("prune")).workers.prune.mutate({ directory: path75.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(jsonForTerminal(r));
-      for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
-      for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
+      const shown = (text) => showUntrusted(text, { lines: false });
+      for (const d of r.deleted) console.log(`deleted ${shown(d.branch)} (was ${d.commit.slice(0, 12)})`);
+      for (const k of r.kept) console.log(`kept ${shown(k.branch)}: ${shown(k.reason)}`);
       if (!r.deleted.length && !r.kept.length) console.log("no ocw/ branches");
     } catch (err) {
       fail(err);
@@ -97267,13 +97599,13 @@ function waitLine(event, ws, batchId) {
   return `ocw: ${event} \u2014 ${of}: ${counted(asks.length, "ask")} waiting, ${final.length}/${ws.length} settled (${built} built)`;
 }
 function registerClaudeCommands(program3) {
-  program3.command("wait").description("block until a worker asks or a verdict arrives, print one line and exit (run it in the background from Claude Code)").option("--until-ask-or-settled", "return on the first ask or the first worker that settles (the default, and only, mode)").option("--batch <batchId>", "watch this batch's workers").option("--worker <workerId>", "watch this worker").option("--timeout <sec>", "give up after this many seconds (default 3600)", positiveNumber()).addHelpText("after", "\nExit status: 0 a worker asked or settled (or nothing to wait for), 2 nothing before --timeout, 3 the engine went away.").action(async (o2) => {
+  program3.command("wait").description("block until a worker asks or a verdict arrives, print one line and exit (run it in the background from Claude Code)").option("--until-ask-or-settled", "return on the first ask or the first worker that settles (the default, and only, mode)").option("--batch <batchId>", "watch this batch's workers").option("--worker <workerId>", "watch this worker").option("--timeout <sec>", "give up after this many seconds (default 3600)", positiveNumber()).addHelpText("after", "\nExit status: 0 a worker asked or settled (or nothing to wait for), 2 nothing before --timeout, 3 no engine runs or it went away.").action(async (o2) => {
     try {
       if (o2.batch && o2.worker) throw new CliError("give --batch or --worker, not both");
       if (o2.batch) expectId(o2.batch, "batch", `wait on that worker with \`ocw wait --worker ${o2.batch}\``);
       if (o2.worker) expectId(o2.worker, "worker", `wait on that batch with \`ocw wait --batch ${o2.worker}\``);
       const lock2 = await runningEngine();
-      if (!lock2) throw new CliError("no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
+      if (!lock2) throw new OcwError("unavailable", "no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
       const client2 = connect(lock2, "cli:ocw wait");
       let ids2;
       let load2;
@@ -97469,6 +97801,7 @@ async function startOnEngine(client2, input2, o2) {
   o2.onUpdate(first2);
   if (first2.state !== "running") return first2;
   const cancel = () => {
+    process.stderr.write("\nocw: Ctrl-C: the start is cancelled in the engine; a server it launched is stopped and no target is saved\n");
     void client2.setup.cancel.mutate({ jobId: first2.jobId }).catch(() => void 0).finally(() => process.exit(130));
   };
   process.once("SIGINT", cancel);
@@ -97514,6 +97847,8 @@ function setupFailure(err, kinds = []) {
   const data = err?.data;
   const kind = err instanceof SetupError ? err.kind : data?.ocwKind ?? (data?.code === "BAD_REQUEST" ? "input" : void 0);
   if (!kind || kinds.length && !kinds.includes(kind)) return null;
+  const missing = missingLlamaServer(err);
+  if (missing !== null) return noLlamaServerText(missing, "leave out --llama-server");
   return String(err.message ?? err).split("\n")[0];
 }
 var InputError2 = class extends SetupError {
@@ -97522,10 +97857,11 @@ var InputError2 = class extends SetupError {
     this.name = "InputError";
   }
 };
-function int3(v, flag2, min = 1) {
+function int3(v, flag2, min = 1, max, unit = "") {
   if (v === void 0) return void 0;
   const n2 = Number(v);
   if (!Number.isInteger(n2) || n2 < min) throw new InputError2(`${flag2} must be an integer \u2265 ${min} (got "${v}")`);
+  if (max !== void 0 && n2 > max) throw new InputError2(`${flag2} must be at most ${max}${unit} (got "${v}")`);
   return n2;
 }
 function cacheType(v, flag2) {
@@ -97579,7 +97915,8 @@ async function runFit(o2, port = enginePort("cli:ocw fit")) {
     const pick3 = out.recommendation;
     const lines = [
       `${h3.name ?? h3.source} (${h3.arch}, ${h3.kind}${h3.quant ? `, ${h3.quant}` : ""})`,
-      `context: n_ctx ${e.nCtx}, ${counted(e.slots, "slot")} \xD7 ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
+      // one slot holds the whole context: its KV is neither unified nor split between slots
+      `context: n_ctx ${e.nCtx}, ${e.slots === 1 ? "1 slot holds all of it" : `${counted(e.slots, "slot")} \xD7 ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}`}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
       `KV cache ${fmt2(e.kvBytes)} (K ${e.cacheTypeK} ${fmt2(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt2(e.kvBytesV)}), recurrent state ${fmt2(e.recurrentBytes)}`,
       `weights ${fmt2(e.weightsBytes)}, compute \u2248 ${fmt2(e.computeBytes)} (estimate), output ${fmt2(e.outputBytes)}`,
       ...e.perDevice.filter((d) => d.totalBytes > 0).map(
@@ -97602,14 +97939,15 @@ async function runFit(o2, port = enginePort("cli:ocw fit")) {
 }
 async function runFitPlan(o2, port = enginePort("cli:ocw fit")) {
   try {
-    const slots = int3(o2.slots ?? (o2.parallel !== void 0 && o2.parallel !== "-1" ? o2.parallel : void 0), "--slots");
-    const ctxPerSlot = int3(o2.ctxPerSlot ?? o2.ctx, "--ctx", 1024);
-    const minCtx = int3(o2.minCtx, "--min-ctx", 1024);
+    const slots = int3(o2.slots ?? (o2.parallel !== void 0 && o2.parallel !== "-1" ? o2.parallel : void 0), "--slots", 1, MAX_SLOTS);
+    const ctxPerSlot = int3(o2.ctxPerSlot ?? o2.ctx, "--ctx", 1024, MAX_CTX_PER_SLOT, " tokens");
+    const minCtx = int3(o2.minCtx, "--min-ctx", 1024, MAX_CTX_PER_SLOT, " tokens");
     if (o2.gpus && o2.gpus !== "auto") throw new InputError2("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const runtime = o2.runtime ?? "llama.cpp";
     if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError2(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
     const out = await port.plan({
-      model: o2.model,
+      // a file here is named to the engine by its absolute path (the engine's working directory is not this shell's)
+      model: o2.model && existsSync37(o2.model) ? path77.resolve(o2.model) : o2.model,
       slots,
       minCtx,
       ctxPerSlot,
@@ -97653,7 +97991,11 @@ function benchSecOf(v) {
   return n2;
 }
 async function runStartCommand(o2, slots, ctx, log, port) {
-  const minCtx = int3(o2.minCtx, "--min-ctx", 1024);
+  const minCtx = int3(o2.minCtx, "--min-ctx", 1024, MAX_CTX_PER_SLOT, " tokens");
+  const fromEnv = !o2.llamaServer && o2.runtime === "llama.cpp" && process.env.LLAMA_SERVER ? process.env.LLAMA_SERVER : void 0;
+  if (fromEnv && !existsSync37(fromEnv))
+    throw new InputError2(`LLAMA_SERVER (${fromEnv}, from this shell) names no file: fix or unset it, or pass --llama-server PATH`);
+  const llamaServer = o2.llamaServer ?? fromEnv;
   if (ctx !== void 0 && ctx < 1024) throw new InputError2(`--ctx must be \u2265 1024 tokens per slot (got ${ctx})`);
   if (ctx !== void 0 && minCtx !== void 0) throw new InputError2("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
   const confirm = async (j) => {
@@ -97681,8 +98023,10 @@ async function runStartCommand(o2, slots, ctx, log, port) {
       acceptUnderpowered: o2.acceptUnderpowered,
       benchSec: benchSecOf(o2.benchSec),
       ...o2.allowSlow ? { allowSlow: true } : {},
-      // a path on this machine, given to the engine as an absolute one (the engine's checks name it so)
-      ...o2.llamaServer ? { llamaServer: path77.resolve(o2.llamaServer) } : {}
+      // a path on this machine, given to the engine as an absolute one (the engine's checks name it so); without the
+      // flag, this shell's LLAMA_SERVER: the engine's own environment is the one it was started with, which may lack it
+      // (an engine `ocw doctor` or the app started), and the runtime phase would go to download a release instead
+      ...llamaServer ? { llamaServer: path77.resolve(llamaServer) } : {}
     },
     {
       yes: !!o2.yes,
@@ -97757,8 +98101,8 @@ async function runSetup(o2, port = enginePort("cli:ocw setup")) {
   try {
     const modes = [o2.runtime ? "runtime" : null, o2.capture ? "capture" : null, o2.provider ? "provider" : null].filter(Boolean);
     if (modes.length !== 1) throw new InputError2("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
-    const slots = int3(o2.slots, "--slots");
-    const ctx = int3(o2.ctx, "--ctx");
+    const slots = int3(o2.slots, "--slots", 1, MAX_SLOTS);
+    const ctx = int3(o2.ctx, "--ctx", 1, MAX_CTX_PER_SLOT, " tokens");
     if (o2.runtime) {
       if (!["llama.cpp", "vllm", "sglang"].includes(o2.runtime))
         throw new InputError2(`--runtime ${o2.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
@@ -97909,6 +98253,23 @@ async function runTargetRemove(id3, o2 = {}, port = enginePort("cli:ocw target r
 }
 async function runServingStop(o2 = {}, port = enginePort("cli:ocw serving stop")) {
   const r = await port.stopServing(o2.target);
+  if (o2.target && !r.stopped.length && !r.alreadyGone.length) {
+    const t2 = (await port.targets()).targets.find((x) => x.id === o2.target);
+    if (!t2)
+      return {
+        code: 2,
+        stdout: "",
+        stderr: `ocw: no target or model server "${o2.target}" (\`ocw serving list\` lists the servers ocw started, \`ocw targets\` the targets)
+`
+      };
+    const where = t2.serving.engine === "api" ? "an API provider" : `${t2.endpoint}, not started by ocw`;
+    return {
+      code: 1,
+      stdout: "",
+      stderr: `ocw: ${o2.target} is ${where}: ocw leaves it running (stop it where you started it); \`ocw target remove ${o2.target}\` forgets the target
+`
+    };
+  }
   const lines = [
     ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
     ...r.alreadyGone.map(
