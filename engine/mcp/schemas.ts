@@ -271,6 +271,8 @@ export const PendingItem = z.object({
     flags: z.array(z.string()).optional(),
     /** The tool's name, when it is not a plain name of opencode's (then `tool` only points here). */
     tool: z.string().optional(),
+    /** A question ask's questions in wait (bounded as pending_approvals shows them): approve takes their labels as answers. */
+    questions: z.array(z.object({ question: z.string(), options: z.array(z.string()), multiple: z.boolean(), optionsCut: z.number().optional() })).optional(),
   }),
 });
 

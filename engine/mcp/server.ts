@@ -90,6 +90,25 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   const waitCap = waitCapSec(toolTimeoutMs);
   /** Workers this session delegated: what a wait with no ids waits on. */
   const mine = new Set<string>();
+  /**
+   * Batches this session delegated and not yet seen done: a task that comes after others (`after`) starts later, as a
+   * worker whose id delegate_batch never returned. A wait with no ids follows them too, and is not settled before them.
+   */
+  const myBatches = new Set<string>();
+  /** Adds the workers each of this session's batches has now to `mine`; returns the batches that are not done. */
+  async function batchesGoingOn(): Promise<string[]> {
+    const going: string[] = [];
+    await Promise.all(
+      [...myBatches].map(async (batchId) => {
+        const b = await call((c) => c.workers.batch.query({ batchId })).catch(() => null);
+        if (!b) return;
+        for (const id of b.workerIds) mine.add(id);
+        if (b.done) myBatches.delete(batchId);
+        else going.push(batchId);
+      }),
+    );
+    return going;
+  }
   /** What this session's waits have shown already, so that each wait reports only what changed since the last. */
   const shown = {
     /** Asks shown, while they may still be pending (an answered one never is again): its worker and the worker's batch. */
@@ -368,6 +387,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         }),
       );
       for (const id of workerIds) mine.add(id);
+      myBatches.add(batchId);
       const { slots } = await slotsNow();
       const warnings = (await dirty).filter((w): w is string => !!w);
       const overlaps: string[] = [];
@@ -402,7 +422,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         ...(groups?.length ? { groups } : {}),
         slots,
         warnings,
-        next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals${later.length ? ` (tasks ${later.join(", ")} start once the tasks they come after are built)` : ""}; then result for each worker${groups?.length ? " (for a task with attempts, result of any of its workers shows the winner: merge that one)" : ""}${args.integration ? `; the integration verdict comes in wait's batch.integration, and merge {"batchId":"${batchId}"} lands it` : ""}`,
+        next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals${later.length ? ` (${later.length === 1 ? `task ${later[0]} starts once the tasks it comes after are` : `tasks ${later.join(", ")} start once the tasks they come after are`} built)` : ""}; then result for each worker${groups?.length ? " (for a task with attempts, result of any of its workers shows the winner: merge that one)" : ""}${args.integration ? `; the integration verdict comes in wait's batch.integration, and merge {"batchId":"${batchId}"} lands it` : ""}`,
       };
     },
   );
@@ -517,10 +537,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const deadline = t0 + timeoutSec * 1000;
       // What to wait on, as the engine's wait takes it: the engine resolves the ids (an unknown one is its coded error).
       let target: { workerIds: string[]; unfinished?: boolean } | { batchId: string };
+      /** With no ids: this session's batches that are not done (a task that comes after others may not have started). */
+      let goingOn: string[] = [];
       if (args.workerId) target = { workerIds: [args.workerId] };
       else if (args.batchId) target = { batchId: args.batchId };
       else if (args.workerIds) target = { workerIds: args.workerIds };
       else {
+        goingOn = await batchesGoingOn();
         if (!mine.size)
           throw new ToolError(
             "this session has delegated no workers yet: give workerId, workerIds or batchId (workers {directory} lists the workers of a repository, from earlier sessions too)",
@@ -655,14 +678,21 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const ids = r!.workerIds;
       const batch = r!.batch ? batchStatsOf(r!.batch) : null;
       // A batch goes on after its workers end: tasks that come after others start, the integration checks run.
-      const settled = list.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
-      if (batch && batch.done === false && reason! === "settled") reason = "worker-settled";
+      // …and so do this session's batches a wait with no ids follows: asked again, as they may have gone on meanwhile.
+      if (goingOn.length) goingOn = await batchesGoingOn();
+      const settled = list.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false) && !goingOn.length;
+      if (((batch && batch.done === false) || goingOn.length) && reason! === "settled") reason = "worker-settled";
       const unanswered = list.flatMap((w) => pendingAsks(w).map((a) => ({ a, w })));
       // New asks a page at a time: one model answer can make hundreds at once (parallel tool calls, each up to 1,000
       // characters), and a result over the client's limit (Claude Code: 25,000 tokens) reaches Claude as nothing at all.
       // Those left out stay news: the next wait returns at once with them.
       const allFresh = unanswered.filter(({ a }) => !shown.asks.has(a.id));
-      const items = allFresh.slice(0, S.PENDING_PAGE).map(({ a, w }) => pendingItem(a, w.worktree));
+      const items = allFresh.slice(0, S.PENDING_PAGE).map(({ a, w }) => {
+        const item = pendingItem(a, w.worktree);
+        // A question is answered with its option labels: they come with it (approve without answers is refused).
+        const questions = a.kind === "question" ? pendingQuestions(a) : null;
+        return questions ? { ...item, untrusted: { ...item.untrusted, questions } } : item;
+      });
       const page = within(items, S.PENDING_CHARS);
       const fresh = allFresh.slice(0, page.length);
       const notShown = allFresh.length - fresh.length;
@@ -691,14 +721,25 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         const late = await Promise.all(others.filter((id) => !got.has(id)).map((id) => call((c) => c.workers.get.query({ workerId: id }))));
         session = totalsOf([...list, ...others.map((id) => got.get(id)).filter((w): w is WaitWorker => !!w), ...late], now);
       }
-      const older = unanswered.length - allFresh.length;
+      // Asks shown by an earlier wait and still open: named by id, as the next call (approve) needs them.
+      const freshIds = new Set(allFresh.map(({ a }) => a.id));
+      const olderIds = unanswered.filter(({ a }) => !freshIds.has(a.id)).map(({ a }) => a.id);
+      const older = olderIds.length;
+      const olderText = older
+        ? `${counted(older, "ask")} shown before ${older === 1 ? "is" : "are"} still unanswered (askId ${olderIds.slice(0, 5).join(", ")}${older > 5 ? ` and ${older - 5} more` : ""})`
+        : "";
+      const questions = fresh.some(({ a }) => a.kind === "question");
+      const going = goingOn.length
+        ? `; ${goingOn.length === 1 ? `batch ${goingOn[0]} is` : `batches ${goingOn.slice(0, 3).join(", ")} are`} not done (a task that comes after others starts once they are built): wait {"batchId":"${goingOn[0]}"} follows it`
+        : "";
       const next =
         (fresh.length
-          ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}`
+          ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${questions ? ' (a question takes answers: one array of chosen option labels per question, e.g. "answers":[["<option label>"]])' : ""}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}${older ? `; ${olderText}: pending_approvals lists them` : ""}`
           : finished.length && !settled
-            ? `read result for ${finished.length === 1 ? finished[0]!.id : "the finished workers"}; wait again for the others`
-            : nextFor(list, batch)) +
-        (older ? `; ${counted(older, "ask")} shown before ${older === 1 ? "is" : "are"} still unanswered (pending_approvals lists them)` : "");
+            ? `read result for ${finished.length === 1 ? finished[0]!.id : "the finished workers"}; wait again for the others${older ? `; ${olderText}: pending_approvals lists them` : ""}`
+            : older
+              ? `${olderText}: answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); ${older === 1 ? "its worker is" : "their workers are"} blocked until then, then wait again`
+              : nextFor(list, batch)) + going;
       return {
         state: aggregateState(list),
         settled,
@@ -1082,7 +1123,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         claim: v?.claim ?? null,
         // Not graded (stopped, interrupted, errored): no claim was checked, so nothing says it was dishonest.
         honest: v ? v.honest : null,
-        verdictReason: v?.reason ?? null,
+        // Not graded: its verdict field reads honest-failure only as "not built" — said so, in the engine's words.
+        verdictReason:
+          v || w.state === "built" || w.state === "honest-failure"
+            ? (v?.reason ?? null)
+            : `not graded: the worker ended ${w.state} before any check ran; honest-failure here only means not built`,
         weakEvidence: v?.weakEvidence ?? false,
         baseline,
         warnings,
@@ -1204,7 +1249,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         next: !full
           ? isDiscarded(w)
             ? `worker ${w.id} was discarded: nothing is left to show`
-            : `worker ${w.id} has no changes (yet)`
+            : isAtRest(w.state)
+              ? `worker ${w.id} changed no file: nothing to review or merge (result {"workerId":"${w.id}"} says how it ended)`
+              : `worker ${w.id} has no changes yet: wait {"workerId":"${w.id}"}`
           : nextOffset !== null
             ? `more: diff {"workerId":"${w.id}"${args.file ? `,"file":${JSON.stringify(args.file)}` : ""},"offset":${nextOffset}}`
             : w.state === "built" && !w.merged
@@ -1299,8 +1346,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           );
         if (/conflict/i.test(msg))
           throw new ToolError(
-            // The engine's message without its own way on (CLI commands): this one says how to go on with the tools.
-            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg.split(" To go on: ")[0]!, 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`,
+            // The engine's message without its own way on (CLI commands): this one says how to go on with the tools. The
+            // engine names the files as a marked list: said once, as such (else its whole message, marked).
+            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} ${conflictFilesOf(msg) ?? `conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg.split(" To go on: ")[0]!, 800))})`}. To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`,
           );
         throw err;
       }
@@ -1490,6 +1538,25 @@ export function blockingLocalFiles(message: string): { kind: "changed" | "untrac
   return files.length ? { kind: m[1]!.startsWith("untracked") ? "untracked" : "changed", files } : null;
 }
 
+/**
+ * "conflicts in (…, untrusted: [names]); nothing was changed" from the engine's refused merge (engine/workspace/land.ts),
+ * its names parsed and quoted again, or null when the message is not that one.
+ */
+function conflictFilesOf(message: string): string | null {
+  const m = /conflicts in \(file names from the worker's change, untrusted: (\[.*\])(?: and (\d+) more)?\); nothing was changed\./.exec(message);
+  if (!m) return null;
+  let files: unknown;
+  try {
+    files = JSON.parse(m[1]!);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(files) || !files.length || !files.every((f) => typeof f === "string")) return null;
+  // Quoted again (each name made visible, at most 20): what the engine sent is never passed on unread.
+  const list = quoteUntrustedList(files as string[], "file names from the worker's change");
+  return `conflicts in ${m[2] ? `${list.slice(0, -1)} and ${Number(m[2])} more)` : list}; nothing was changed`;
+}
+
 /** The engine marks a discarded worker (workspace and branch removed). */
 function attemptsOut(g: AttemptGroup): z.infer<typeof S.AttemptsOut> {
   return {
@@ -1638,7 +1705,7 @@ function batchMergeNext(batchId: string, r: Pick<MergeBatchResult, "merged" | "s
   return parts.join("; ");
 }
 
-function nextFor(ws: Pick<Worker, "id" | "state" | "asks">[], batch?: z.infer<typeof S.BatchStats> | null): string {
+function nextFor(ws: (Pick<Worker, "id" | "state" | "asks"> & { batchId?: string | null })[], batch?: z.infer<typeof S.BatchStats> | null): string {
   const pending = ws.flatMap((w) => pendingAsks(w));
   if (pending.length)
     return `answer ${counted(pending.length, "pending approval")} with approve {"askId", "decision"} (pending_approvals shows diffs), then wait again`;
@@ -1649,5 +1716,8 @@ function nextFor(ws: Pick<Worker, "id" | "state" | "asks">[], batch?: z.infer<ty
         : "";
     return `settled: read result {"workerId"} for ${ws.length === 1 ? ws[0]!.id : "each worker"} before trusting anything.${rates}`;
   }
-  return `still working: call wait again${ws.length === 1 ? ` {"workerId":"${ws[0]!.id}"}` : ""}`;
+  // One worker of a batch: the batch is what to wait on (its other workers' asks would go unseen on this one's wait).
+  const one = ws.length === 1 ? ws[0]! : null;
+  if (one?.batchId) return `still working: call wait {"batchId":"${one.batchId}"} (its batch: the other workers' asks show there too)`;
+  return `still working: call wait again${one ? ` {"workerId":"${one.id}"}` : ""}`;
 }

@@ -511,7 +511,7 @@ describe("over MCP", () => {
         { id: "a", workerId: d.workerIds[0], after: [] },
         { id: "b", workerId: null, after: ["a"] },
       ]);
-      expect(d.next).toMatch(/tasks b start once the tasks they come after are built/);
+      expect(d.next).toMatch(/task b starts once the tasks it comes after are built/);
       const w = await waitUntil(mcp, { batchId: d.batchId }, (r) => r.batch?.done === true, 10);
       expect(w.settled).toBe(true);
       expect(w.batch).toMatchObject({
