@@ -624,7 +624,7 @@ export const DiffOutput = z.object({
 export const MergeInput = z
   .object({
     workerId: id().optional(),
-    batchId: id().optional().describe("A batch: its integration commit (when it has integration checks), or without integration checks each built worker."),
+    batchId: id().optional().describe("A batch: its integration commit, else each built worker."),
     acceptFlagged: z.boolean().optional().describe("Only on the person's explicit yes to result's flagged files."),
     publish: z.boolean().optional(),
   })

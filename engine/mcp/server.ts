@@ -361,7 +361,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Delegate several independent tasks",
       description:
-        "Start several workers at once (one batchId). Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
+        "Start several workers at once (one batchId). Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
       input: S.DelegateBatchInput,
       output: S.DelegateBatchOutput,
       shape: S.batchItemsByReference,
@@ -433,7 +433,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "List workers",
       description:
-        "Workers the engine knows (any client, any session; they survive restarts), newest first: state, asks, verdict, totals. directory finds a repository's workers, e.g. from an earlier session.",
+        "Workers the engine knows (any client or session, across restarts), newest first: state, asks, verdict, totals. directory finds a repository's workers (an earlier session's too).",
       input: S.WorkersInput,
       output: S.WorkersOutput,
       readOnly: true,
@@ -999,7 +999,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "resume",
     {
       title: "Resume a worker",
-      description: "Continue a stopped, interrupted or errored worker in its session and worktree, optionally with a message; graded again when it settles.",
+      description: "Continue a stopped, interrupted or errored worker in its session, optionally with a message; graded again when it settles.",
       input: S.ResumeToolInput,
       output: S.ControlOutput,
     },
@@ -1044,7 +1044,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "retry",
     {
       title: "Retry a worker's task from scratch",
-      description: "A finished worker's task again, as a new worker in a fresh workspace: one not built (honest-failure, stopped, interrupted or errored).",
+      description: "Redo a not-built worker's task (honest-failure, stopped, interrupted or errored) as a new worker.",
       input: S.RetryToolInput,
       output: S.RetryOutput,
     },
@@ -1267,7 +1267,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Merge a built worker",
       description:
-        "Merge a built worker's graded commit (or a batchId's: its integration commit, else each built worker) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
+        "Merge a built worker's graded commit (or batchId's integration commit, else its built workers) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
       input: S.MergeInput,
       output: S.MergeOutput,
       destructive: true,
@@ -1370,7 +1370,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Push graded work and open a pull request",
       description:
-        "Push a built worker's graded commit (or batchId's integration commit) to a remote the person named: never forced, never the default branch; pr opens a pull request (gh). Flagged files need acceptFlagged, as for merge. Only when the person asks.",
+        "Push a built worker's graded commit (or batchId's integration commit) to a remote the person named: never forced, never the default branch; pr opens a pull request (gh). Flagged files need acceptFlagged. Only when the person asks.",
       input: S.PushInput,
       output: S.PushOutput,
       destructive: true,

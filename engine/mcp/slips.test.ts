@@ -309,8 +309,8 @@ describe("tool descriptions say what the engine accepts", () => {
     expect(tool("resume").description).toMatch(/stopped, interrupted or errored/);
     expect(tool("retry").description).toMatch(/honest-failure, stopped, interrupted or errored/);
     const mergeBatch = (tool("merge").inputSchema.properties as Record<string, { description?: string }>).batchId!.description!;
-    expect(mergeBatch).toMatch(/without integration checks/);
-    expect(tool("merge").description).toMatch(/else each built worker/);
+    expect(mergeBatch).toMatch(/integration commit, else each built worker/);
+    expect(tool("merge").description).toMatch(/else its built workers/);
     // With check, one output is read in windows of maxChars, 8000 by default (not the 1500 of a page of checks).
     const maxChars = (tool("result").inputSchema.properties as Record<string, { description?: string }>).maxChars!.description!;
     expect(maxChars).toMatch(/8000 with check/);
