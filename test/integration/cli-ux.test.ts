@@ -176,7 +176,9 @@ describe("ocw: mistakes answered before any engine starts", () => {
     expect(r.stdout).toMatch(/Exit status:\n {2}0 .*\n {2}1 .*\n {2}2 .*\n {2}3 .*\n {2}130 /);
     expect(r.stdout).not.toContain("\x1b");
     const wait = await ocw(["wait", "--help"]);
-    expect(wait.stdout).toContain("Exit status: 0 a worker asked or settled (or nothing to wait for), 2 nothing before --timeout, 3 no engine runs or it went away.");
+    expect(wait.stdout).toContain(
+      "Exit status: 0 a worker asked or settled (or nothing to wait for), 2 nothing before --timeout, 3 no engine runs or it went away.",
+    );
   });
 });
 
