@@ -5,7 +5,7 @@
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { HardwareReport } from "../hardware/detect";
 import { TargetStore } from "../store/targets";
 import { localSetupPort } from "../../test/setup-port";
@@ -13,15 +13,9 @@ import { setupStartApi } from "../serving/setup-api";
 import { runFit, runSetup, type SetupPort } from "./model-setup";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-cli-words-"));
-let prevState: string | undefined;
-beforeAll(() => {
-  prevState = process.env.OCW_STATE_DIR;
-  process.env.OCW_STATE_DIR = path.join(dir, "state");
-});
-afterAll(() => {
-  if (prevState === undefined) delete process.env.OCW_STATE_DIR;
-  else process.env.OCW_STATE_DIR = prevState;
-});
+// A state dir of this file's own, for every case (vitest puts the variable back after).
+beforeAll(() => void vi.stubEnv("OCW_STATE_DIR", path.join(dir, "state")));
+afterAll(() => void vi.unstubAllEnvs());
 
 const GiB = 1024 ** 3;
 const cpuOnly = (ramGiB: number) =>

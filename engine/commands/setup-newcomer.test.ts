@@ -8,7 +8,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { HardwareReport } from "../hardware/detect";
 import { TargetStore } from "../store/targets";
 import { localSetupPort } from "../../test/setup-port";
@@ -18,15 +18,9 @@ import { restartFailure } from "../serving/servers-api";
 import { finish } from "../serving/setup";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-newcomer-"));
-let prevState: string | undefined;
-beforeAll(() => {
-  prevState = process.env.OCW_STATE_DIR;
-  process.env.OCW_STATE_DIR = path.join(dir, "state");
-});
-afterAll(() => {
-  if (prevState === undefined) delete process.env.OCW_STATE_DIR;
-  else process.env.OCW_STATE_DIR = prevState;
-});
+// A state dir of this file's own, for every case (vitest puts the variable back after).
+beforeAll(() => void vi.stubEnv("OCW_STATE_DIR", path.join(dir, "state")));
+afterAll(() => void vi.unstubAllEnvs());
 
 /** A port that records what the command asked of the engine and answers nothing more. */
 function recordingPort(): { port: SetupPort; asked: Record<string, unknown> } {
