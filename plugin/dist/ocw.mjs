@@ -5920,11 +5920,11 @@ var require_validate = __commonJS({
         gen.return((0, codegen_1._)`${names_1.default.errors} === 0`);
       }
     }
-    function assignEvaluated({ gen, evaluated, props, items }) {
+    function assignEvaluated({ gen, evaluated: evaluated2, props, items }) {
       if (props instanceof codegen_1.Name)
-        gen.assign((0, codegen_1._)`${evaluated}.props`, props);
+        gen.assign((0, codegen_1._)`${evaluated2}.props`, props);
       if (items instanceof codegen_1.Name)
-        gen.assign((0, codegen_1._)`${evaluated}.items`, items);
+        gen.assign((0, codegen_1._)`${evaluated2}.items`, items);
     }
     function schemaKeywords(it, types, typeErrors, errsCount) {
       const { gen, schema, data, allErrors, opts, self } = it;
@@ -22485,17 +22485,17 @@ var require_filesystem = __commonJS({
       const raid = util2.getValue(lines, "md_level", "=");
       const label = util2.getValue(lines, "md_name", "=");
       const uuid3 = util2.getValue(lines, "md_uuid", "=");
-      const members = [];
+      const members2 = [];
       lines.forEach((line) => {
         if (line.toLowerCase().startsWith("md_device_dev") && line.toLowerCase().indexOf("/dev/") > 0) {
-          members.push(line.split("/dev/")[1]);
+          members2.push(line.split("/dev/")[1]);
         }
       });
       return {
         raid,
         label,
         uuid: uuid3,
-        members
+        members: members2
       };
     }
     function raidMatchLinux(data) {
@@ -63407,7 +63407,9 @@ var PendingItem = external_exports.object({
     workdir: external_exports.string().optional(),
     flags: external_exports.array(external_exports.string()).optional(),
     /** The tool's name, when it is not a plain name of opencode's (then `tool` only points here). */
-    tool: external_exports.string().optional()
+    tool: external_exports.string().optional(),
+    /** A question ask's questions in wait (bounded as pending_approvals shows them): approve takes their labels as answers. */
+    questions: external_exports.array(external_exports.object({ question: external_exports.string(), options: external_exports.array(external_exports.string()), multiple: external_exports.boolean(), optionsCut: external_exports.number().optional() })).optional()
   })
 });
 var Totals = external_exports.object({ tokens: external_exports.number(), cost: external_exports.number(), sec: external_exports.number() });
@@ -63720,7 +63722,7 @@ var DiffOutput = external_exports.object({
 });
 var MergeInput2 = external_exports.object({
   workerId: id().optional(),
-  batchId: id().optional().describe("A batch: its integration commit (when it has integration checks), or without integration checks each built worker."),
+  batchId: id().optional().describe("A batch: its integration commit, else each built worker."),
   acceptFlagged: external_exports.boolean().optional().describe("Only on the person's explicit yes to result's flagged files."),
   publish: external_exports.boolean().optional()
 }).strict();
@@ -63781,6 +63783,20 @@ function createMcpServer(opts) {
   const toolTimeoutMs = opts.toolTimeoutMs === void 0 ? toolTimeoutFromEnv() : opts.toolTimeoutMs;
   const waitCap = waitCapSec(toolTimeoutMs);
   const mine = /* @__PURE__ */ new Set();
+  const myBatches = /* @__PURE__ */ new Set();
+  async function batchesGoingOn() {
+    const going = [];
+    await Promise.all(
+      [...myBatches].map(async (batchId) => {
+        const b = await call((c3) => c3.workers.batch.query({ batchId })).catch(() => null);
+        if (!b) return;
+        for (const id3 of b.workerIds) mine.add(id3);
+        if (b.done) myBatches.delete(batchId);
+        else going.push(batchId);
+      })
+    );
+    return going;
+  }
   const shown = {
     /** Asks shown, while they may still be pending (an answered one never is again): its worker and the worker's batch. */
     asks: /* @__PURE__ */ new Map(),
@@ -63982,7 +63998,7 @@ function createMcpServer(opts) {
     "delegate_batch",
     {
       title: "Delegate several independent tasks",
-      description: "Start several workers at once (one batchId). Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
+      description: "Start several workers at once (one batchId). Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
       input: DelegateBatchInput,
       output: DelegateBatchOutput,
       shape: batchItemsByReference,
@@ -64006,6 +64022,7 @@ function createMcpServer(opts) {
         })
       );
       for (const id3 of workerIds) mine.add(id3);
+      myBatches.add(batchId);
       const { slots } = await slotsNow();
       const warnings = (await dirty).filter((w) => !!w);
       const overlaps = [];
@@ -64040,7 +64057,7 @@ function createMcpServer(opts) {
         ...groups?.length ? { groups } : {},
         slots,
         warnings,
-        next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals${later.length ? ` (tasks ${later.join(", ")} start once the tasks they come after are built)` : ""}; then result for each worker${groups?.length ? " (for a task with attempts, result of any of its workers shows the winner: merge that one)" : ""}${args.integration ? `; the integration verdict comes in wait's batch.integration, and merge {"batchId":"${batchId}"} lands it` : ""}`
+        next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals${later.length ? ` (${later.length === 1 ? `task ${later[0]} starts once the tasks it comes after are` : `tasks ${later.join(", ")} start once the tasks they come after are`} built)` : ""}; then result for each worker${groups?.length ? " (for a task with attempts, result of any of its workers shows the winner: merge that one)" : ""}${args.integration ? `; the integration verdict comes in wait's batch.integration, and merge {"batchId":"${batchId}"} lands it` : ""}`
       };
     }
   );
@@ -64048,7 +64065,7 @@ function createMcpServer(opts) {
     "workers",
     {
       title: "List workers",
-      description: "Workers the engine knows (any client, any session; they survive restarts), newest first: state, asks, verdict, totals. directory finds a repository's workers, e.g. from an earlier session.",
+      description: "Workers the engine knows (any client or session, across restarts), newest first: state, asks, verdict, totals. directory finds a repository's workers (an earlier session's too).",
       input: WorkersInput,
       output: WorkersOutput,
       readOnly: true,
@@ -64131,10 +64148,12 @@ function createMcpServer(opts) {
       const t0 = Date.now();
       const deadline = t0 + timeoutSec * 1e3;
       let target;
+      let goingOn = [];
       if (args.workerId) target = { workerIds: [args.workerId] };
       else if (args.batchId) target = { batchId: args.batchId };
       else if (args.workerIds) target = { workerIds: args.workerIds };
       else {
+        goingOn = await batchesGoingOn();
         if (!mine.size)
           throw new ToolError(
             "this session has delegated no workers yet: give workerId, workerIds or batchId (workers {directory} lists the workers of a repository, from earlier sessions too)"
@@ -64235,11 +64254,16 @@ function createMcpServer(opts) {
       const list = r.workers;
       const ids2 = r.workerIds;
       const batch = r.batch ? batchStatsOf(r.batch) : null;
-      const settled = list.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
-      if (batch && batch.done === false && reason === "settled") reason = "worker-settled";
+      if (goingOn.length) goingOn = await batchesGoingOn();
+      const settled = list.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false) && !goingOn.length;
+      if ((batch && batch.done === false || goingOn.length) && reason === "settled") reason = "worker-settled";
       const unanswered = list.flatMap((w) => pendingAsks(w).map((a2) => ({ a: a2, w })));
       const allFresh = unanswered.filter(({ a: a2 }) => !shown.asks.has(a2.id));
-      const items = allFresh.slice(0, PENDING_PAGE).map(({ a: a2, w }) => pendingItem(a2, w.worktree));
+      const items = allFresh.slice(0, PENDING_PAGE).map(({ a: a2, w }) => {
+        const item = pendingItem(a2, w.worktree);
+        const questions2 = a2.kind === "question" ? pendingQuestions(a2) : null;
+        return questions2 ? { ...item, untrusted: { ...item.untrusted, questions: questions2 } } : item;
+      });
       const page = within(items, PENDING_CHARS);
       const fresh = allFresh.slice(0, page.length);
       const notShown = allFresh.length - fresh.length;
@@ -64263,8 +64287,13 @@ function createMcpServer(opts) {
         const late2 = await Promise.all(others.filter((id3) => !got.has(id3)).map((id3) => call((c3) => c3.workers.get.query({ workerId: id3 }))));
         session = totalsOf([...list, ...others.map((id3) => got.get(id3)).filter((w) => !!w), ...late2], now);
       }
-      const older = unanswered.length - allFresh.length;
-      const next = (fresh.length ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}` : finished7.length && !settled ? `read result for ${finished7.length === 1 ? finished7[0].id : "the finished workers"}; wait again for the others` : nextFor(list, batch)) + (older ? `; ${counted(older, "ask")} shown before ${older === 1 ? "is" : "are"} still unanswered (pending_approvals lists them)` : "");
+      const freshIds = new Set(allFresh.map(({ a: a2 }) => a2.id));
+      const olderIds = unanswered.filter(({ a: a2 }) => !freshIds.has(a2.id)).map(({ a: a2 }) => a2.id);
+      const older = olderIds.length;
+      const olderText = older ? `${counted(older, "ask")} shown before ${older === 1 ? "is" : "are"} still unanswered (askId ${olderIds.slice(0, 5).join(", ")}${older > 5 ? ` and ${older - 5} more` : ""})` : "";
+      const questions = fresh.some(({ a: a2 }) => a2.kind === "question");
+      const going = goingOn.length ? `; ${goingOn.length === 1 ? `batch ${goingOn[0]} is` : `batches ${goingOn.slice(0, 3).join(", ")} are`} not done (a task that comes after others starts once they are built): wait {"batchId":"${goingOn[0]}"} follows it` : "";
+      const next = (fresh.length ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${questions ? ' (a question takes answers: one array of chosen option labels per question, e.g. "answers":[["<option label>"]])' : ""}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}${older ? `; ${olderText}: pending_approvals lists them` : ""}` : finished7.length && !settled ? `read result for ${finished7.length === 1 ? finished7[0].id : "the finished workers"}; wait again for the others${older ? `; ${olderText}: pending_approvals lists them` : ""}` : older ? `${olderText}: answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); ${older === 1 ? "its worker is" : "their workers are"} blocked until then, then wait again` : nextFor(list, batch)) + going;
       return {
         state: aggregateState(list),
         settled,
@@ -64483,7 +64512,7 @@ function createMcpServer(opts) {
     "resume",
     {
       title: "Resume a worker",
-      description: "Continue a stopped, interrupted or errored worker in its session and worktree, optionally with a message; graded again when it settles.",
+      description: "Continue a stopped, interrupted or errored worker in its session, optionally with a message; graded again when it settles.",
       input: ResumeToolInput,
       output: ControlOutput
     },
@@ -64527,7 +64556,7 @@ function createMcpServer(opts) {
     "retry",
     {
       title: "Retry a worker's task from scratch",
-      description: "A finished worker's task again, as a new worker in a fresh workspace: one not built (honest-failure, stopped, interrupted or errored).",
+      description: "Redo a not-built worker's task (honest-failure, stopped, interrupted or errored) as a new worker.",
       input: RetryToolInput,
       output: RetryOutput
     },
@@ -64601,7 +64630,8 @@ function createMcpServer(opts) {
         claim: v?.claim ?? null,
         // Not graded (stopped, interrupted, errored): no claim was checked, so nothing says it was dishonest.
         honest: v ? v.honest : null,
-        verdictReason: v?.reason ?? null,
+        // Not graded: its verdict field reads honest-failure only as "not built" — said so, in the engine's words.
+        verdictReason: v || w.state === "built" || w.state === "honest-failure" ? v?.reason ?? null : `not graded: the worker ended ${w.state} before any check ran; honest-failure here only means not built`,
         weakEvidence: v?.weakEvidence ?? false,
         baseline,
         warnings,
@@ -64701,7 +64731,7 @@ function createMcpServer(opts) {
         chars: text.length,
         offset,
         nextOffset,
-        next: !full ? isDiscarded(w) ? `worker ${w.id} was discarded: nothing is left to show` : `worker ${w.id} has no changes (yet)` : nextOffset !== null ? `more: diff {"workerId":"${w.id}"${args.file ? `,"file":${JSON.stringify(args.file)}` : ""},"offset":${nextOffset}}` : w.state === "built" && !w.merged ? `merge {"workerId":"${w.id}"} when the change is right` : "end of the diff"
+        next: !full ? isDiscarded(w) ? `worker ${w.id} was discarded: nothing is left to show` : isAtRest(w.state) ? `worker ${w.id} changed no file: nothing to review or merge (result {"workerId":"${w.id}"} says how it ended)` : `worker ${w.id} has no changes yet: wait {"workerId":"${w.id}"}` : nextOffset !== null ? `more: diff {"workerId":"${w.id}"${args.file ? `,"file":${JSON.stringify(args.file)}` : ""},"offset":${nextOffset}}` : w.state === "built" && !w.merged ? `merge {"workerId":"${w.id}"} when the change is right` : "end of the diff"
       };
     }
   );
@@ -64709,7 +64739,7 @@ function createMcpServer(opts) {
     "merge",
     {
       title: "Merge a built worker",
-      description: "Merge a built worker's graded commit (or a batchId's: its integration commit, else each built worker) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
+      description: "Merge a built worker's graded commit (or batchId's integration commit, else its built workers) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
       input: MergeInput2,
       output: MergeOutput,
       destructive: true
@@ -64785,8 +64815,9 @@ function createMcpServer(opts) {
           );
         if (/conflict/i.test(msg))
           throw new ToolError(
-            // The engine's message without its own way on (CLI commands): this one says how to go on with the tools.
-            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg.split(" To go on: ")[0], 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`
+            // The engine's message without its own way on (CLI commands): this one says how to go on with the tools. The
+            // engine names the files as a marked list: said once, as such (else its whole message, marked).
+            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} ${conflictFilesOf(msg) ?? `conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg.split(" To go on: ")[0], 800))})`}. To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`
           );
         throw err;
       }
@@ -64803,7 +64834,7 @@ function createMcpServer(opts) {
     "push",
     {
       title: "Push graded work and open a pull request",
-      description: "Push a built worker's graded commit (or batchId's integration commit) to a remote the person named: never forced, never the default branch; pr opens a pull request (gh). Flagged files need acceptFlagged, as for merge. Only when the person asks.",
+      description: "Push a built worker's graded commit (or batchId's integration commit) to a remote the person named: never forced, never the default branch; pr opens a pull request (gh). Flagged files need acceptFlagged. Only when the person asks.",
       input: PushInput2,
       output: PushOutput,
       destructive: true
@@ -64918,6 +64949,19 @@ function blockingLocalFiles(message) {
   if (!m) return null;
   const files = m[2].split("\n").map((l) => l.trim()).filter(Boolean).slice(0, 10);
   return files.length ? { kind: m[1].startsWith("untracked") ? "untracked" : "changed", files } : null;
+}
+function conflictFilesOf(message) {
+  const m = /conflicts in \(file names from the worker's change, untrusted: (\[.*\])(?: and (\d+) more)?\); nothing was changed\./.exec(message);
+  if (!m) return null;
+  let files;
+  try {
+    files = JSON.parse(m[1]);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(files) || !files.length || !files.every((f) => typeof f === "string")) return null;
+  const list = quoteUntrustedList(files, "file names from the worker's change");
+  return `conflicts in ${m[2] ? `${list.slice(0, -1)} and ${Number(m[2])} more)` : list}; nothing was changed`;
 }
 function attemptsOut(g2) {
   return {
@@ -65041,7 +65085,9 @@ function nextFor(ws, batch) {
     const rates = batch && batch.builtRate !== null ? ` Batch: built ${batch.built}/${batch.total} (builtRate ${batch.builtRate.toFixed(2)}), honestRate ${batch.honestRate === null ? "n/a" : batch.honestRate.toFixed(2)}.` : "";
     return `settled: read result {"workerId"} for ${ws.length === 1 ? ws[0].id : "each worker"} before trusting anything.${rates}`;
   }
-  return `still working: call wait again${ws.length === 1 ? ` {"workerId":"${ws[0].id}"}` : ""}`;
+  const one = ws.length === 1 ? ws[0] : null;
+  if (one?.batchId) return `still working: call wait {"batchId":"${one.batchId}"} (its batch: the other workers' asks show there too)`;
+  return `still working: call wait again${one ? ` {"workerId":"${one.id}"}` : ""}`;
 }
 
 // engine/mcp/command.ts
@@ -88058,6 +88104,9 @@ var MakeIncludes = class {
     return [...found];
   }
 };
+var MAX_EVAL_LINES = 1e4;
+var MAX_EVAL_TEXT = 1024 * 1024;
+var EVAL_BUDGET = 5e4;
 var FRAGMENT = /\.(d|dep|deps|mk|mak|make)$/i;
 var DEPENDENCY_RECIPE = /(^|\s)-M{1,2}[DGP]?(\s|$)|makedepend|(^|[\s(])(gcc|g\+\+|c\+\+|cc|clang\+*|cpp)(\s|$)|\$[({](CC|CXX|CPP)[)}]/;
 function makeFacts(checkout, runs2) {
@@ -88089,6 +88138,10 @@ function makeFacts(checkout, runs2) {
     let defaultGoal = null;
     let goalSet = false;
     const globs = /* @__PURE__ */ new Map();
+    let expandsTwice = false;
+    const archives = /* @__PURE__ */ new Set();
+    let evalLines = 0;
+    let evalText = 0;
     while (queue.length && done.size < MAX_FILES) {
       const makefile = queue.shift();
       if (done.has(makefile)) continue;
@@ -88097,10 +88150,21 @@ function makeFacts(checkout, runs2) {
       if (text === null) continue;
       facts.read = true;
       let current = [];
-      let inDefine = false;
-      for (const raw2 of logicalLines(text)) {
+      let inDefine = null;
+      const lines = logicalLines(text);
+      for (let li = 0; li < lines.length; li++) {
+        const raw2 = lines[li];
         if (inDefine) {
-          if (/^\s*endef\b/.test(raw2)) inDefine = false;
+          if (/^\s*endef\b/.test(raw2) && --inDefine.depth === 0) {
+            const { name, op, body } = inDefine;
+            if (name !== null && !(op === "?=" && vars.has(name)))
+              vars.set(name, op === "+=" && vars.has(name) ? `${vars.get(name)}
+${body.join("\n")}` : op === "!=" ? UNKNOWN : body.join("\n"));
+            inDefine = null;
+          } else {
+            if (/^\s*(?:(?:override|export|private)\s+)*define\b/.test(raw2)) inDefine.depth++;
+            inDefine.body.push(raw2);
+          }
           continue;
         }
         if (raw2.startsWith("	") && current.length) {
@@ -88110,13 +88174,24 @@ function makeFacts(checkout, runs2) {
         }
         const line = raw2.replace(/(^|[^\\])#.*$/, "$1");
         if (line.trim()) current = [];
-        if (/^\s*(?:(?:override|export|private)\s+)*define\b/.test(line)) {
-          inDefine = true;
+        const def = /^\s*(?:(?:override|export|private)\s+)*define\b\s*(.*?)\s*(::?=|:::=|\?=|\+=|!=|=)?\s*$/.exec(line);
+        if (def) {
+          const name = expandLine(def[1], vars).trim();
+          inDefine = { name: /^[\w.-]+$/.test(name) ? name : null, op: def[2] ?? "=", body: [], depth: 1 };
           continue;
         }
         for (const m of line.matchAll(/\$[({]file\s+<\s*([^)}\s]+)/g)) reads.push({ name: m[1], makefile });
         for (const m of line.matchAll(/\$[({]shell\s+([^)}]*)/g))
           for (const w of words(m[1].replace(/[<>|;&'"]/g, " "))) if (!w.startsWith("-") && !w.includes("$")) reads.push({ name: w, makefile });
+        if (/^\s*\$[({](?:eval|foreach|call)\s/.test(line)) {
+          const { lines: made2, spent } = evaluated(line, vars);
+          evalLines += made2.length;
+          evalText += made2.reduce((k, l) => k + l.length + 1, 0);
+          included.spend(spent);
+          if (evalLines > MAX_EVAL_LINES || evalText > MAX_EVAL_TEXT) throw new MakeTooLarge();
+          lines.splice(li + 1, 0, ...made2);
+          continue;
+        }
         const assign = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
         if (assign && !/^\s*-?include\b|^\s*sinclude\b/.test(line)) {
           const [, name, op, value] = assign;
@@ -88133,7 +88208,7 @@ function makeFacts(checkout, runs2) {
           }
           if (name === ".DEFAULT_GOAL") {
             const value2 = words(expandLine(vars.get(name), vars));
-            defaultGoal = value2.length === 1 && !value2[0].includes(UNKNOWN) ? value2[0] : null;
+            defaultGoal = value2.length === 1 && !value2[0].includes(UNKNOWN) ? canonical(value2[0]) : null;
             goalSet = true;
           }
           if (name === "VPATH") {
@@ -88154,10 +88229,13 @@ function makeFacts(checkout, runs2) {
           budget = EXPANSION_BUDGET;
           const [before, after] = rule[2].split(";", 2);
           globbed = (pattern) => globIn(checkout, dir, pattern, globs);
-          const targets = words(expand(rule[1], vars, 0));
-          const prereqs = /=/.test(outsideReferences(before)) ? [] : words(expand(before.replace("|", " "), vars, 0));
+          const targets = members(words(expand(rule[1], vars, 0)), null).map(canonical);
+          const list = /=/.test(outsideReferences(before)) ? null : expand(before.replace("|", " "), vars, 0);
+          const prereqs = list === null ? [] : members(words(list), archives).map(canonical);
           globbed = null;
           const r = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
+          if (expandsTwice && list?.includes("$")) r.second = list;
+          if (targets.includes(".SECONDEXPANSION")) expandsTwice = true;
           const ordinary = targets.find((t2) => !t2.startsWith(".") && !t2.includes("%"));
           if (ordinary !== void 0 && !readFirstFiles.has(makefile)) {
             if (!goalSet) defaultGoal = ordinary;
@@ -88192,6 +88270,7 @@ function makeFacts(checkout, runs2) {
     if (folders.length > MAX_FOLDERS) throw new MakeTooLarge();
     facts.vpath.push({ dir, folders });
     const at = (name) => (name.includes(UNKNOWN) ? [] : lookedFor(dir, folders, name)).filter((p) => p !== null);
+    const madeAt = (name) => name.includes(UNKNOWN) ? [] : [dir, ...folders].map((f) => opened(f, name) ?? fromRun(f, name)).filter((p) => p !== null);
     for (const r of rules) {
       for (const t2 of r.targets) {
         if (t2.includes("%") || /^\.[A-Z_]/.test(t2) || phony.has(t2)) continue;
@@ -88215,16 +88294,19 @@ function makeFacts(checkout, runs2) {
         }
       }
     }
-    const goals = !run5.goals ? [] : run5.goals.length ? run5.goals : run5.defaultGoal && defaultGoal !== null ? [defaultGoal] : [];
+    const goals = !run5.goals ? [] : run5.goals.length ? run5.goals.map(canonical) : run5.defaultGoal && defaultGoal !== null ? [defaultGoal] : [];
     for (const g2 of goals)
-      if (!g2.includes("%") && !/^\.[A-Z_]/.test(g2) && !phony.has(g2)) for (const p of at(g2)) facts.goals.push({ path: p, goal: g2, makefile: first2[0] ?? null });
+      if (!g2.includes("%") && !/^\.[A-Z_]/.test(g2) && !phony.has(g2))
+        for (const p of madeAt(g2)) facts.goals.push({ path: p, goal: g2, makefile: first2[0] ?? null });
     if (goals.length) {
       const prereqs = /* @__PURE__ */ new Map();
       for (const r of rules)
         for (const t2 of r.targets) {
+          const list = r.second === void 0 || t2.includes("%") ? r.prereqs : secondExpansion(r.second, t2, vars, (pattern) => globIn(checkout, dir, pattern, globs), archives);
+          if (r.second !== void 0) included.spend(list.length + 1);
           const known = prereqs.get(t2);
-          if (known) for (const p of r.prereqs) known.push(p);
-          else prereqs.set(t2, [...r.prereqs]);
+          if (known) for (const p of list) known.push(p);
+          else prereqs.set(t2, [...list]);
         }
       const reached = /* @__PURE__ */ new Set();
       const walk = [...goals];
@@ -88237,14 +88319,14 @@ function makeFacts(checkout, runs2) {
         for (const p of next) walk.push(p);
       }
       included.spend(reached.size * folders.length);
-      for (const t2 of reached) if (!t2.includes("%")) facts.made.push(...at(t2));
+      for (const t2 of reached) if (!t2.includes("%")) facts.made.push(...madeAt(t2));
       const built = new Set(rules.filter((r) => r.recipe.length).flatMap((r) => r.targets.filter((t2) => !t2.includes("%"))));
       const patterns = rules.filter((r) => r.recipe.length).flatMap((r) => r.targets.filter((t2) => t2.includes("%") && !/^\.[A-Z_]/.test(t2)));
       for (const t2 of reached) {
         if (goals.includes(t2) || t2.includes("%") || /^\.[A-Z_]/.test(t2) || phony.has(t2)) continue;
         included.spend(patterns.length);
-        if (built.has(t2) || /\.o$/.test(t2) || patterns.some((p) => matchesPattern(p, t2)))
-          for (const p of at(t2)) facts.intermediates.push({ path: p, target: t2, makefile: first2[0] ?? null });
+        if (built.has(t2) || /\.o$/.test(t2) || archives.has(t2) || patterns.some((p) => matchesPattern(p, t2)))
+          for (const p of madeAt(t2)) facts.intermediates.push({ path: p, target: t2, makefile: first2[0] ?? null });
       }
     }
     for (const { name, makefile } of reads)
@@ -88252,6 +88334,68 @@ function makeFacts(checkout, runs2) {
         facts.inputs.push({ path: p, makefile, why: `${makefile} reads it as make reads the makefile (\`$(file <\u2026)\` or \`$(shell \u2026)\`)` });
   }
   return facts;
+}
+function canonical(name) {
+  let n2 = name.replace(/\/(?:\.?\/)+/g, "/");
+  while (n2.startsWith("./") && n2.length > 2) n2 = n2.slice(2);
+  return n2;
+}
+function members(ws, archives) {
+  const out = [];
+  for (let i2 = 0; i2 < ws.length; i2++) {
+    const m = /^([^()\s$]+)\(([^()]*\)?)$/.exec(ws[i2]);
+    if (!m) {
+      out.push(ws[i2]);
+      continue;
+    }
+    const inside2 = [m[2]];
+    while (!inside2.at(-1).endsWith(")") && i2 + 1 < ws.length) inside2.push(ws[++i2]);
+    if (!inside2.at(-1).endsWith(")")) {
+      out.push(ws[i2]);
+      continue;
+    }
+    inside2[inside2.length - 1] = inside2.at(-1).slice(0, -1);
+    out.push(m[1]);
+    if (archives) {
+      archives.add(canonical(m[1]));
+      out.push(...inside2.filter(Boolean));
+    }
+  }
+  return out;
+}
+function opened(folder, name) {
+  if (path50.posix.isAbsolute(name) || name.startsWith(CURDIR) || fromRun(folder, name) === null) return null;
+  const parts = name.split("/").filter((p) => p && p !== ".");
+  const at = parts.findIndex((p) => p !== "..");
+  if (at < 0 || !parts.slice(at).includes("..")) return null;
+  return [...folder.split("/").filter(Boolean), ...parts].join("/");
+}
+function evaluated(line, vars) {
+  const texts = [];
+  evals = texts;
+  try {
+    budget = EVAL_BUDGET;
+    expand(line, vars, 0);
+  } finally {
+    evals = null;
+  }
+  if (budget < 0 || texts.reduce((k, t2) => k + t2.length, 0) > MAX_EVAL_TEXT) throw new MakeTooLarge();
+  return { lines: texts.flatMap(logicalLines), spent: EVAL_BUDGET - budget };
+}
+function secondExpansion(list, target, vars, glob, archives) {
+  automatic = /* @__PURE__ */ new Map([
+    ["@", target],
+    ["@D", target.includes("/") ? target.slice(0, target.lastIndexOf("/")) : "."],
+    ["@F", path50.posix.basename(target)]
+  ]);
+  globbed = glob;
+  try {
+    budget = EXPANSION_BUDGET;
+    return members(words(expand(list, vars, 0)), archives).map(canonical);
+  } finally {
+    automatic = null;
+    globbed = null;
+  }
 }
 function stemOf(pattern, name) {
   const p = pattern.indexOf("%");
@@ -88398,6 +88542,8 @@ var EXPANSION_BUDGET = 2e3;
 var MAX_EXPANSION = 64 * 1024;
 var budget = 0;
 var globbed = null;
+var evals = null;
+var automatic = null;
 var MAX_GLOBBED = 4096;
 function globIn(checkout, dir, pattern, memo2) {
   if (memo2.has(pattern)) return memo2.get(pattern);
@@ -88474,7 +88620,8 @@ function expand(s, vars, depth) {
       continue;
     }
     if (next !== "(" && next !== "{") {
-      out += next ? UNKNOWN : "";
+      const known = next === void 0 ? "" : next === "@" ? automatic?.get("@") : evals && /\d/.test(next) ? vars.get(next) : void 0;
+      out += known ?? (next ? UNKNOWN : "");
       i2++;
       continue;
     }
@@ -88487,6 +88634,8 @@ function expand(s, vars, depth) {
 }
 function reference(body, vars, depth) {
   if (--budget < 0) return UNKNOWN;
+  const auto = automatic?.get(body);
+  if (auto !== void 0) return auto;
   const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
   if (fn) {
     const [, name, rest] = fn;
@@ -88494,7 +88643,7 @@ function reference(body, vars, depth) {
       const [v, list, text] = splitArgs(rest);
       const bound = expand(v ?? "", vars, depth).trim();
       const was = vars.get(bound);
-      const out = words(expand(list ?? "", vars, depth)).slice(0, 64).map((w) => {
+      const out = words(expand(list ?? "", vars, depth)).slice(0, evals ? MAX_GLOBBED : 64).map((w) => {
         vars.set(bound, w);
         return expand(text ?? "", vars, depth);
       });
@@ -88505,6 +88654,29 @@ function reference(body, vars, depth) {
     const args = splitArgs(rest).map((a2) => expand(a2, vars, depth));
     const each = (text, f) => words(text ?? "").map(f).join(" ");
     switch (name) {
+      case "eval":
+        if (!evals) return UNKNOWN;
+        evals.push(args.join(","));
+        return "";
+      case "call": {
+        const fn2 = args[0]?.trim() ?? "";
+        const value = vars.get(fn2);
+        if (!evals || value === void 0) return UNKNOWN;
+        const bound = Array.from({ length: Math.max(10, args.length) }, (_, k) => String(k));
+        const was = bound.map((k) => vars.get(k));
+        bound.forEach((k, j) => {
+          vars.set(k, j === 0 ? fn2 : args[j] ?? "");
+        });
+        try {
+          return expand(value, vars, depth);
+        } finally {
+          bound.forEach((k, j) => {
+            const w = was[j];
+            if (w === void 0) vars.delete(k);
+            else vars.set(k, w);
+          });
+        }
+      }
       case "wildcard":
         if (globbed)
           return words(args.join(" ")).flatMap((w) => globbed?.(w) ?? [w]).join(" ");
@@ -90211,11 +90383,11 @@ var PACKAGE_JSON_KEYS = [
   "workspaces",
   "pnpm"
 ];
-function canonical(v) {
-  if (Array.isArray(v)) return v.map(canonical);
+function canonical2(v) {
+  if (Array.isArray(v)) return v.map(canonical2);
   if (v && typeof v === "object" && !(v instanceof Date))
     return Object.fromEntries(
-      Object.keys(v).sort().map((k) => [k, canonical(v[k])])
+      Object.keys(v).sort().map((k) => [k, canonical2(v[k])])
     );
   return v instanceof Date ? v.toISOString() : v;
 }
@@ -90413,7 +90585,7 @@ function runnerPart(file3, text) {
       const j = JSON.parse(base2 === "deno.jsonc" ? plainJson(text) : text);
       part = isDoc(j) ? Object.fromEntries(Object.entries(j).filter(([k]) => !DENO_FREE.includes(k))) : { whole: text };
     } else part = { whole: text };
-    return isEmptyPart(part) ? "" : JSON.stringify(canonical(part));
+    return isEmptyPart(part) ? "" : JSON.stringify(canonical2(part));
   } catch {
     return `unparsable:${text}`;
   }
@@ -91117,7 +91289,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     }
   }
   const watchedOf = (g2) => g2 ? [...g2.goals, ...g2.intermediates] : [];
-  const absentAtStart = new Set(goals.flatMap(watchedOf).flatMap((g2) => namesakeStamp(path54.join(realRoot, g2.path)) === ABSENT ? [g2.path] : []));
+  const absentAtStart = new Set(goals.flatMap(watchedOf).flatMap((g2) => namesakeStamp(opened2(realRoot, g2.path)) === ABSENT ? [g2.path] : []));
   const rebuildBefore = /* @__PURE__ */ new Map();
   for (const [i2, check2] of checks.entries()) {
     const name = checkName(check2, i2);
@@ -91148,7 +91320,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
       if (j > i2 && later) {
         for (const g2 of watchedOf(later))
           if (absentAtStart.has(g2.path) && !namesakes.has(g2.path))
-            namesakes.set(g2.path, { g: g2, j, by: checkName(checks[j], j), before: namesakeStamp(path54.join(realRoot, g2.path)) });
+            namesakes.set(g2.path, { g: g2, j, by: checkName(checks[j], j), before: namesakeStamp(opened2(realRoot, g2.path)) });
       }
     const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path54.relative(realCwd, f)) : [];
@@ -91161,7 +91333,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
         const after = configSnapshot(root2, realCwd, heldDirs, heldModules, heldImports);
         what = [...plantedConfig(config3, after, root2), ...await plantedModules(config3, after)];
         for (const [p, { g: g2, j, by, before }] of namesakes) {
-          const now = namesakeStamp(path54.join(realRoot, p));
+          const now = namesakeStamp(opened2(realRoot, p));
           if (now === before || now === ABSENT) continue;
           const origin = namesakeOrigin(goals[i2], p, check2.expectExit ?? 0);
           if (origin === "own") continue;
@@ -91408,13 +91580,16 @@ function removeForRebuild(realRoot, rel) {
   if (folder !== realRoot && !folder.startsWith(realRoot + path54.sep)) return false;
   let real2;
   try {
-    real2 = realpathSync6(folder);
+    real2 = realpathSync6(path54.dirname(opened2(realRoot, name)));
   } catch {
     return true;
   }
   if (real2 !== folder) return false;
   rmSync11(at, { force: true, recursive: true });
   return true;
+}
+function opened2(realRoot, rel) {
+  return `${realRoot}${path54.sep}${rel.split("/").join(path54.sep)}`;
 }
 function namesakeStamp(file3) {
   try {
