@@ -21,25 +21,17 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { gradedIn } from "../../test/fixtures/graded";
-import { FAILING, hasCc, hasMake, SCOPE, violation, write } from "../../test/fixtures/make-attack";
+import { FAILING, hasCc, hasMake, honestIn, SCOPE, stale, violation, write, written } from "../../test/fixtures/make-attack";
 import { checkGoals, runnerConfigChanges } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-13-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const graded = gradedIn(tmp);
+const honest = honestIn(graded);
 let n = 0;
 
 /** The worker's program: writes `at` with `text` when a check runs it, then exits 0. */
 const app = (at: string, text = "\\n") => `open(${JSON.stringify(at)}, "w").write("${text}")\n`;
-const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-/** The finding for a namesake of a later check's goal a check wrote. */
-const written = (file: string, goal: string) =>
-  expect.stringMatching(new RegExp(`^check configuration written by a check: ${esc(file)} written — named like \`${esc(goal)}\`, .*not declared \\.PHONY`));
-/** The finding for a prerequisite a later check's goal reaches, which a check wrote. */
-const stale = (file: string, goal: string) =>
-  expect.stringMatching(
-    new RegExp(`^check configuration written by a check: ${esc(file)} written — a prerequisite make builds by a rule for \`${esc(goal)}\`, .*not remade`),
-  );
 
 /** Graded with `checks`: the first check wrote `finding`'s file, failed, and the later ones were not run. */
 async function flagged(base: Record<string, string>, worker: Record<string, string>, checks: CheckSpec[], finding: unknown) {
@@ -62,14 +54,6 @@ async function rebuilt(base: Record<string, string>, worker: Record<string, stri
   expect(v.checks[0]!.output).toContain(`[this check's own build wrote ${file} beside a program of the worker's`);
   expect(v.checks[1], "the later make ran its recipe").toMatchObject({ passed: false });
   expect(v.verdict).toBe("honest-failure");
-  return v;
-}
-
-/** Graded with `checks`: nothing flagged, and built. */
-async function honest(base: Record<string, string>, worker: Record<string, string>, checks: CheckSpec[], what = "") {
-  const v = await graded(base, write(worker), checks, SCOPE);
-  expect(v.scope.checkConfig ?? [], `${what} ${JSON.stringify(v.checks)}`).toEqual([]);
-  expect(v.verdict, what).toBe("built");
   return v;
 }
 

@@ -20,36 +20,27 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { gradedIn } from "../../test/fixtures/graded";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { FAILING, hasCc, hasMake, SCOPE, violation, write } from "../../test/fixtures/make-attack";
+import {
+  COMPILES_PASSING_TEST,
+  FAILING,
+  FIXED,
+  hasCc,
+  hasMake,
+  heldTest,
+  honestIn,
+  SCOPE,
+  stale,
+  UNFIXED,
+  violation,
+  write,
+} from "../../test/fixtures/make-attack";
 import { checkGoals, runnerConfigChanges } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-14-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const graded = gradedIn(tmp);
+const honest = honestIn(graded);
 let n = 0;
-
-const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-/** The finding for a prerequisite a later check's goal reaches, which a check wrote. */
-const stale = (file: string, goal: string) =>
-  expect.stringMatching(
-    new RegExp(`^check configuration written by a check: ${esc(file)} written — a prerequisite make builds by a rule for \`${esc(goal)}\`, .*not remade`),
-  );
-
-/** A held-back folder with the person's test: src/test.c, passing only once impl() returns 42. */
-function heldTest(): string {
-  const held = path.join(tmp, `held-${++n}`);
-  mkdirSync(path.join(held, "src"), { recursive: true });
-  writeFileSync(path.join(held, "src", "test.c"), "int impl(void);\nint main(void) { return impl() == 42 ? 0 : 1; }\n");
-  return held;
-}
-
-/** The worker's program: compiles its own passing test into src/test.o (src/fake/ is outside every wildcard of src/). */
-const COMPILES_PASSING_TEST = {
-  "src/fake/pass.c": "int main(void) { return 0; }\n",
-  "src/app.py": 'import subprocess\nsubprocess.run(["cc", "-c", "-o", "src/test.o", "src/fake/pass.c"], check=True)\n',
-};
-const UNFIXED = { "src/impl.c": "int impl(void) { return 1; }\n", "src/app.py": "print('hi')\n" };
-const FIXED = { "src/impl.c": "int impl(void) { return 42; }\n" };
 
 describe.skipIf(!hasMake || !hasCc)("graded: an intermediate named through a substitution reference or a wildcard", () => {
   /** Each a makefile's lines before its rules, and the prerequisite list of `all` and `test`. */
@@ -66,7 +57,7 @@ describe.skipIf(!hasMake || !hasCc)("graded: an intermediate named through a sub
       const v = await graded(
         { ...UNFIXED, "src/Makefile": makefile(list) },
         write(COMPILES_PASSING_TEST),
-        [{ run: "python3 src/app.py" }, { run: "make -C src test", files: heldTest() }],
+        [{ run: "python3 src/app.py" }, { run: "make -C src test", files: heldTest(tmp) }],
         SCOPE,
       );
       expect(v.scope.checkConfig, `${list[1]} ${JSON.stringify(v.checks)}`).toEqual([stale("src/test.o", "test.o")]);
@@ -78,14 +69,12 @@ describe.skipIf(!hasMake || !hasCc)("graded: an intermediate named through a sub
   it("honest: `make -C src` builds every object (test.o too), then `make -C src test`: built; beside a program: rebuilt, built", async () => {
     for (const list of lists)
       for (const first of ["make -C src", "make -C src && python3 src/app.py"]) {
-        const v = await graded(
+        await honest(
           { ...UNFIXED, "src/Makefile": makefile(list) },
-          write(FIXED),
-          [{ run: first }, { run: "make -C src test", files: heldTest() }],
-          SCOPE,
+          FIXED,
+          [{ run: first }, { run: "make -C src test", files: heldTest(tmp) }],
+          `${list[1]} / ${first}`,
         );
-        expect(v.scope.checkConfig ?? [], `${list[1]} / ${first} ${JSON.stringify(v.checks)}`).toEqual([]);
-        expect(v.verdict, `${list[1]} / ${first}`).toBe("built");
       }
   }, 120_000);
 });
