@@ -93,7 +93,7 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
   // real file sizes from the Hub's listing when online (kept for later plans); offline, the catalog's figures
   await refreshHubSizes(CATALOG).catch(() => null);
   return withHubSizes(CATALOG, readHubSizes()).map((e) => {
-    const p = servedBy(e, "llama.cpp") && e.quants.length ? propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]) : null;
+    const p = servedBy(e, "llama.cpp") && e.quants.length ? propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }], undefined, { named: e.name }) : null;
     return {
       id: e.id,
       name: e.name,
@@ -110,14 +110,14 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
       fit: p?.pick
         ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason }
         : null,
-      // the planner's problem is worded for the whole catalog: say it of this entry
+      // the planner's problem, said of this entry (propose's `named`)
       fitProblem: p?.pick
         ? null
         : !p
           ? `${e.name} is served by vLLM / SGLang only (no GGUF in the catalog): ocw setup --runtime vllm --model ${e.id} on datacenter GPUs`
           : !dev.gpus.length && e.activeParamsB > 5.5
             ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider`
-            : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`),
+            : (p.problem ?? ""),
     };
   });
 }
