@@ -361,11 +361,13 @@ export async function runChecks(
       } catch (err) {
         what = [(err as Error).message];
       }
-      if (rebuilt.length && !what.length)
+      if (rebuilt.length && !what.length) {
+        const it = rebuilt.length === 1 ? "it" : "them";
         result = {
           ...result,
-          output: `${result.output}\n[this check's own build wrote ${rebuilt.join(", ")} beside a program of the worker's, which could have written ${rebuilt.length === 1 ? "it" : "them"} too: removed before the later check whose make reaches ${rebuilt.length === 1 ? "it" : "them"}, which builds ${rebuilt.length === 1 ? "it" : "them"} again from the commit]`,
+          output: `${result.output}\n[this check's own build wrote ${rebuilt.join(", ")} beside a program of the worker's, which could have written ${it} too: removed before the later check whose make reaches ${it}, which builds ${it} again from the commit]`,
         };
+      }
       if (what.length) {
         planted = { by: name, what };
         watch.planted?.push(...what);
