@@ -93,7 +93,8 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
   // real file sizes from the Hub's listing when online (kept for later plans); offline, the catalog's figures
   await refreshHubSizes(CATALOG).catch(() => null);
   return withHubSizes(CATALOG, readHubSizes()).map((e) => {
-    const p = servedBy(e, "llama.cpp") && e.quants.length ? propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }], undefined, { named: e.name }) : null;
+    const p =
+      servedBy(e, "llama.cpp") && e.quants.length ? propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }], undefined, { named: e.name }) : null;
     return {
       id: e.id,
       name: e.name,
