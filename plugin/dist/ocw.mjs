@@ -82032,7 +82032,7 @@ async function setupCatalog(input2) {
   const verified = toolVerifiedModels();
   await refreshHubSizes(CATALOG).catch(() => null);
   return withHubSizes(CATALOG, readHubSizes()).map((e) => {
-    const p = servedBy(e, "llama.cpp") && e.quants.length ? propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]) : null;
+    const p = servedBy(e, "llama.cpp") && e.quants.length ? propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }], void 0, { named: e.name }) : null;
     return {
       id: e.id,
       name: e.name,
@@ -82047,8 +82047,8 @@ async function setupCatalog(input2) {
       toolCalling: { ...e.toolCalling, status: verified(e.id) ? "verified" : "unverified" },
       unverified: e.unverified,
       fit: p?.pick ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason } : null,
-      // the planner's problem is worded for the whole catalog: say it of this entry
-      fitProblem: p?.pick ? null : !p ? `${e.name} is served by vLLM / SGLang only (no GGUF in the catalog): ocw setup --runtime vllm --model ${e.id} on datacenter GPUs` : !dev.gpus.length && e.activeParamsB > 5.5 ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider` : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`)
+      // the planner's problem, said of this entry (propose's `named`)
+      fitProblem: p?.pick ? null : !p ? `${e.name} is served by vLLM / SGLang only (no GGUF in the catalog): ocw setup --runtime vllm --model ${e.id} on datacenter GPUs` : !dev.gpus.length && e.activeParamsB > 5.5 ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider` : p.problem ?? ""
     };
   });
 }
@@ -91345,12 +91345,14 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
       } catch (err) {
         what = [err.message];
       }
-      if (rebuilt.length && !what.length)
+      if (rebuilt.length && !what.length) {
+        const it = rebuilt.length === 1 ? "it" : "them";
         result2 = {
           ...result2,
           output: `${result2.output}
-[this check's own build wrote ${rebuilt.join(", ")} beside a program of the worker's, which could have written ${rebuilt.length === 1 ? "it" : "them"} too: removed before the later check whose make reaches ${rebuilt.length === 1 ? "it" : "them"}, which builds ${rebuilt.length === 1 ? "it" : "them"} again from the commit]`
+[this check's own build wrote ${rebuilt.join(", ")} beside a program of the worker's, which could have written ${it} too: removed before the later check whose make reaches ${it}, which builds ${it} again from the commit]`
         };
+      }
       if (what.length) {
         planted = { by: name, what };
         watch.planted?.push(...what);
