@@ -173,6 +173,28 @@ test("three attempts side by side: B's built attempt wins, the hanging one is st
   await head.getByRole("note").getByRole("link", { name: "Attempt 2", exact: true }).click();
   await expect(page).toHaveURL(new RegExp(`#/workers/${workerIds[1]}$`));
   await expect(page.getByRole("region", { name: "Worker", exact: true }).getByText("attempt 2 of 3", { exact: true })).toBeVisible();
+
+  // The attempt that failed honestly: its task is done by the merged attempt 2, so no Retry (its page or its card) or Continue, and
+  // its page says why and leads to that attempt; the engine refuses the retry too, in words for a person.
+  const failedId = g.attempts.find((x) => x.verdict === "honest-failure")!.workerId;
+  await page.goto(`${engine.origin}/#/workers/${failedId}`);
+  const failedHead = page.getByRole("region", { name: "Worker", exact: true });
+  await expect(failedHead.getByRole("note")).toHaveText(
+    "Attempt 2 of this task was merged into main, so its task is done: this attempt is not retried or continued (its work could not land beside that merge). Revert that merge first to try the task again.",
+  );
+  await expect(failedHead.getByRole("note").getByRole("link", { name: "Attempt 2", exact: true })).toHaveAttribute("href", `#/workers/${workerIds[1]}`);
+  for (const name of ["Retry as new worker", "Continue…"])
+    await expect(failedHead.locator(".actions").getByRole("button", { name, exact: true })).toHaveCount(0);
+  await expect(failedHead.locator(".actions").getByRole("button", { name: "Discard…", exact: true })).toBeEnabled();
+  await shot(page, "05b-failed-attempt-after-merge");
+  await page.goto(`${engine.origin}/#/`);
+  const failedCard = page.getByRole("region", { name: failedId, exact: true });
+  await expect(failedCard.getByText("Attempt 2 was merged.", { exact: true })).toBeVisible();
+  await expect(failedCard.getByRole("button", { name: `Retry ${failedId}`, exact: true })).toHaveCount(0);
+  await shot(failedCard, "05c-failed-attempt-card");
+  await expect(engine.client.workers.retry.mutate({ workerId: failedId })).rejects.toThrow(
+    `worker ${failedId} is not retried: another attempt at its task, ${workerIds[1]}, was merged into main`,
+  );
 });
 
 test("New task takes attempts: two attempts on one target start as a group and open side by side", async () => {

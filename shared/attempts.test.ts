@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { attemptGroup, changedLines, isNoop, isWeakEvidence, pickWinner, stoppedForWinner, stoppedForWinnerReason } from "./attempts";
+import { attemptGroup, changedLines, isNoop, isWeakEvidence, mergedSibling, pickWinner, stoppedForWinnerReason } from "./attempts";
 import { ledger } from "./ledger";
 import type { Verdict } from "./verdict";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "./worker";
@@ -38,6 +38,8 @@ function worker(
     all?: boolean;
     state?: Worker["state"];
     reason?: string;
+    /** Its stop event's `lostTo`: left out, the event has none (an older engine's log). */
+    lostTo?: string | null;
     v?: Verdict;
     tokens?: number;
     start?: number;
@@ -63,7 +65,16 @@ function worker(
   if (o.v) w = reduceWorker(w, ev(id, { type: "verdict", verdict: o.v }, o.end ?? 3000));
   return reduceWorker(
     w,
-    ev(id, { type: "worker.state", state: o.state ?? o.v?.verdict ?? "stopped", ...(o.reason ? { reason: o.reason } : {}) }, o.end ?? 3000),
+    ev(
+      id,
+      {
+        type: "worker.state",
+        state: o.state ?? o.v?.verdict ?? "stopped",
+        ...(o.reason ? { reason: o.reason } : {}),
+        ...(o.lostTo !== undefined ? { lostTo: o.lostTo } : {}),
+      },
+      o.end ?? 3000,
+    ),
   );
 }
 
@@ -90,14 +101,14 @@ describe("attempts", () => {
       worker("w4", { group: "g", index: 4, v: verdict({ lines: 1, honest: false, claim: "honest-failure" }) }),
       worker("w5", { group: "g", index: 5, v: verdict({ files: [], gradedAt: 50 }) }),
       worker("w6", { group: "g", index: 6, state: "honest-failure", v: verdict({ verdict: "honest-failure", lines: 1, claim: "honest-failure" }) }),
-      worker("w7", { group: "g", index: 7, state: "stopped", reason: stoppedForWinnerReason("w3") }),
+      worker("w7", { group: "g", index: 7, state: "stopped", reason: stoppedForWinnerReason("w3"), lostTo: "w3" }),
     ];
     expect(pickWinner(ws)?.id).toBe("w3");
     const g = attemptGroup("g", [...ws].reverse());
     expect(g.winner).toBe("w3");
     expect(g.attempts.map((a) => a.workerId)).toEqual(["w1", "w2", "w3", "w4", "w5", "w6", "w7"]);
     expect(g.attempts[4]).toMatchObject({ noop: true, changedLines: 0 });
-    expect(g.attempts[6]).toMatchObject({ verdict: null, honest: null, stoppedForWinner: true, state: "stopped" });
+    expect(g.attempts[6]).toMatchObject({ verdict: null, honest: null, stoppedForWinner: true, lostTo: "w3", state: "stopped" });
     expect(g.settled).toBe(true);
     expect(pickWinner(ws.filter((w) => ["w4", "w5", "w6"].includes(w.id)))).toBeNull();
     // Once merged, an attempt stays the winner.
@@ -106,15 +117,41 @@ describe("attempts", () => {
   });
 });
 
-describe("stoppedForWinner", () => {
-  it("names the winner a losing attempt was stopped for; any other worker is no loser", () => {
-    expect(stoppedForWinner({ state: "stopped", stateReason: stoppedForWinnerReason("w-3") })).toBe("w-3");
-    // The reason without the winner's id (an older engine's words): a loser all the same.
-    expect(stoppedForWinner({ state: "stopped", stateReason: "another attempt of this task was built" })).toBe("");
-    expect(stoppedForWinner({ state: "stopped", stateReason: "stopped by a person" })).toBeNull();
-    expect(stoppedForWinner({ state: "stopped", stateReason: null })).toBeNull();
+describe("lostTo", () => {
+  it("a losing attempt names the attempt it lost to in its record, not in its reason's words", () => {
+    const lost = (o: { state?: Worker["state"]; reason?: string; lostTo?: string | null }) => worker("x", { group: "g", state: "stopped", ...o }).lostTo;
+    expect(lost({ reason: stoppedForWinnerReason("w-3"), lostTo: "w-3" })).toBe("w-3");
+    // The engine's words can change: the record still says whom it lost to.
+    expect(lost({ reason: "stopped: attempt 3 was built", lostTo: "w-3" })).toBe("w-3");
+    // A stop this engine recorded for any other cause says so (null), whatever its reason's words (a person's, here
+    // reading like the engine's): no loser.
+    expect(lost({ reason: stoppedForWinnerReason("w-3"), lostTo: null })).toBeNull();
+    expect(lost({ reason: "stopped by a person", lostTo: null })).toBeNull();
     // Resumed since (running, graded again): no longer stopped for anyone.
-    expect(stoppedForWinner({ state: "running", stateReason: stoppedForWinnerReason("w-3") })).toBeNull();
+    expect(lost({ state: "running", reason: stoppedForWinnerReason("w-3"), lostTo: "w-3" })).toBeNull();
+  });
+
+  it("a log of an older engine (no lostTo on its stop) is read by its reason's words, as those engines wrote them", () => {
+    const lost = (reason?: string) => worker("x", { group: "g", state: "stopped", ...(reason ? { reason } : {}) }).lostTo;
+    expect(lost(stoppedForWinnerReason("w-3"))).toBe("w-3");
+    expect(attemptGroup("g", [worker("x", { group: "g", state: "stopped", reason: stoppedForWinnerReason("w-3") })]).attempts[0]).toMatchObject({
+      stoppedForWinner: true,
+      lostTo: "w-3",
+    });
+    expect(lost("stopped by a person")).toBeNull();
+    expect(lost()).toBeNull();
+  });
+});
+
+describe("mergedSibling", () => {
+  it("the attempt of the same task that was merged (not reverted): never the worker itself, nor one of another group", () => {
+    const a = worker("a1", { group: "g", index: 1, state: "honest-failure" });
+    const b = { ...worker("a2", { group: "g", index: 2, v: verdict({}) }), merged: { into: "main", commit: "c" } };
+    const other = { ...worker("b1", { group: "h", index: 1, v: verdict({}) }), merged: { into: "main", commit: "d" } };
+    expect(mergedSibling(a, [a, b, other])?.id).toBe("a2");
+    expect(mergedSibling(b, [a, b, other])).toBeNull();
+    expect(mergedSibling(a, [a, { ...b, reverted: { into: "main", commit: "r" } }, other])).toBeNull();
+    expect(mergedSibling(worker("solo", {}), [b])).toBeNull();
   });
 });
 

@@ -12,7 +12,7 @@ import { isAtRest, WorkerState, type Worker } from "./worker";
  * client derives the same picture from the same workers with `attemptGroup()`.
  */
 
-export { AttemptRef, MAX_ATTEMPTS } from "./attempt-ref";
+export { AttemptRef, MAX_ATTEMPTS, stoppedForWinnerReason } from "./attempt-ref";
 
 /** The attempt options of one task (API, batch file, MCP). `attempts` defaults to the number of `targets` (else 1). */
 export const AttemptOptions = z.object({
@@ -49,8 +49,10 @@ export const AttemptRow = z.object({
   /** Seconds from its start to its end (null while it runs or when it never started). */
   durationSec: z.number().nullable(),
   gradedAt: z.number().nullable(),
-  /** The engine stopped it because another attempt was built. */
+  /** The engine stopped it because another attempt was built (`lostTo` names it). */
   stoppedForWinner: z.boolean(),
+  /** The attempt whose build made the engine stop it (a worker id), or null. */
+  lostTo: z.string().nullable(),
 });
 export type AttemptRow = z.infer<typeof AttemptRow>;
 
@@ -67,18 +69,14 @@ export type AttemptGroup = z.infer<typeof AttemptGroup>;
 
 export const AttemptGroupRef = z.object({ groupId: IdRef("groupId") });
 
-/** The reason the engine gives an attempt it stops for a winner (also how a client recognises one). */
-const STOPPED_FOR_WINNER = "another attempt of this task was built";
-export const stoppedForWinnerReason = (winnerId: string) => `${STOPPED_FOR_WINNER} (${winnerId}); the others still running were stopped`;
-
 /**
- * A losing attempt: the engine stopped it because another attempt of its task was built. Its winner's id as the
- * engine's reason names it ("" when the reason names none), or null when it is not one.
+ * The attempt of `w`'s task that was merged (and not reverted), when it is not `w` itself: its task is done there, so
+ * `w` is neither merged nor retried (engine/workers/lifecycle.ts, housekeeping.ts). Null for a worker of no group.
  */
-export function stoppedForWinner(w: Pick<Worker, "state" | "stateReason">): string | null {
-  const reason = w.state === "stopped" ? (w.stateReason ?? "") : "";
-  if (!reason.startsWith(STOPPED_FOR_WINNER)) return null;
-  return /^ \(([^()\s]+)\)/.exec(reason.slice(STOPPED_FOR_WINNER.length))?.[1] ?? "";
+export function mergedSibling<W extends Pick<Worker, "id" | "attempt" | "merged" | "reverted">>(w: W, workers: Iterable<W>): W | null {
+  if (!w.attempt) return null;
+  for (const x of workers) if (x.id !== w.id && x.attempt?.groupId === w.attempt.groupId && x.merged && !x.reverted) return x;
+  return null;
 }
 
 type LooseVerdict = Omit<Verdict, "flags"> & { noop?: unknown; noOp?: unknown; weakEvidence?: unknown; flags?: unknown; weak?: unknown; baseline?: unknown };
@@ -174,7 +172,8 @@ export function attemptGroup(groupId: string, workers: Worker[]): AttemptGroup {
       tokens: tokensOf(w),
       durationSec: w.startedAt !== null && w.endedAt !== null ? Math.max(0, (w.endedAt - w.startedAt) / 1000) : null,
       gradedAt: w.verdict?.gradedAt ?? null,
-      stoppedForWinner: stoppedForWinner(w) !== null,
+      stoppedForWinner: w.lostTo !== null,
+      lostTo: w.lostTo,
     })),
     settled: ws.length > 0 && ws.every((w) => isAtRest(w.state)),
     winner: winner?.id ?? null,

@@ -42,6 +42,7 @@ export const ErrorKind = z.enum([
   "serving", // a serving record / capture request is wrong
   "start", // a model start failed (data.failure: its classification, data.phase)
   "no-target", // no active target, and none was named
+  "attempt-merged", // another attempt of the worker's task was merged: the task is done (data.workerId, data.merged, data.into, data.commit)
 ]);
 export type ErrorKind = z.infer<typeof ErrorKind>;
 

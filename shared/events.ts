@@ -27,7 +27,17 @@ export const TransientEvent = z.discriminatedUnion("type", [
   }),
   /** The model server of a target answered (healthy) or stopped answering; sent when it changes. */
   z.object({ type: z.literal("model"), targetId: z.string(), healthy: z.boolean(), message: z.string().optional(), ts: z.number() }),
-  z.object({ type: z.literal("notice"), level: z.enum(["info", "warn", "error"]), message: z.string(), ts: z.number() }),
+  z.object({
+    type: z.literal("notice"),
+    level: z.enum(["info", "warn", "error"]),
+    message: z.string(),
+    /**
+     * The message is the engine's own words (its code spans, "`ocw resume w-1`", are shown as code): any text from
+     * elsewhere in it is JSON-quoted (shared/untrusted.ts). Absent: it may hold a worker's, a model's or a platform's words.
+     */
+    engineWords: z.literal(true).optional(),
+    ts: z.number(),
+  }),
   /** A model start on the engine's machine (setup.start): the whole job after each change (phases, progress, checks). */
   z.object({ type: z.literal("setup"), job: SetupJob, ts: z.number() }),
   /** A llama-server build on the engine's machine (setup.buildLlama): the whole job after each change. */

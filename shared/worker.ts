@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AttemptRef } from "./attempt-ref";
+import { AttemptRef, lostToFromOldReason } from "./attempt-ref";
 import { CheckSpec } from "./check";
 import { DecidedBy, DecisionKind, Grant, PermissionAsk } from "./permission";
 import { Baseline, ReviewComment, Round, RoundKind, Verdict } from "./verdict";
@@ -153,7 +153,17 @@ export const WorkerEvent = z.discriminatedUnion("type", [
     /** The worker whose task this one runs again (retry): it stays in that worker's batch, as the same task. */
     retryOf: z.string().optional(),
   }),
-  z.object({ ...base, type: z.literal("worker.state"), state: WorkerState, reason: z.string().optional() }),
+  z.object({
+    ...base,
+    type: z.literal("worker.state"),
+    state: WorkerState,
+    reason: z.string().optional(),
+    /**
+     * On a stop: the worker id of the other attempt of its task whose build made the engine stop it, else null. Absent
+     * in the logs of older engines, which named that attempt only in `reason` (read there for those alone).
+     */
+    lostTo: z.string().nullable().optional(),
+  }),
   z.object({
     ...base,
     type: z.literal("worker.workspace"),
@@ -259,6 +269,11 @@ export const Worker = z.object({
   /** The worker whose task it runs again (a retry), or null. */
   retryOf: z.string().nullable().default(null),
   /**
+   * A losing attempt: the engine stopped it because this other attempt of its task was built (its worker id). Null when
+   * it is no losing attempt, and again once it runs on (resumed anyway).
+   */
+  lostTo: z.string().nullable().default(null),
+  /**
    * Time on the model (ms): spent running with no ask waiting for a person. Queued, starting, waiting for a person,
    * settled and grading time are not in it (shared/metrics.ts turns tokens over it into tok/s).
    */
@@ -339,6 +354,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       discarded: false,
       attempt: e.attempt ?? null,
       retryOf: e.retryOf ?? null,
+      lostTo: null,
       modelMs: 0,
       modelSince: null,
       lastSeq: e.seq,
@@ -350,6 +366,8 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
     case "worker.state":
       next.state = e.state;
       next.stateReason = e.reason ?? null;
+      // The winner it lost to, as recorded; an older engine's log names it only in its reason.
+      next.lostTo = e.state !== "stopped" ? null : e.lostTo !== undefined ? e.lostTo : lostToFromOldReason(e.reason);
       if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
       next.endedAt = isAtRest(e.state) ? e.ts : null;
       if (!isActive(e.state)) {

@@ -218,7 +218,8 @@ export class Pools {
           const was = previous?.get(e.url);
           map.set(e.url, now);
           if (problem && was?.healthy !== false) downs.push([e.url, problem]);
-          if (!problem && was?.healthy === false) this.reg.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`);
+          if (!problem && was?.healthy === false)
+            this.reg.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`, { engineWords: true });
         }),
       );
       this.endpointState.set(target.id, map);

@@ -606,6 +606,7 @@ function attemptsJson(g: AttemptGroup) {
       noop: a.noop,
       weakEvidence: a.weakEvidence,
       stoppedForWinner: a.stoppedForWinner,
+      lostTo: a.lostTo,
     })),
     winner: g.winner,
   };
@@ -614,7 +615,7 @@ function attemptsJson(g: AttemptGroup) {
 export function attemptsSummary(g: AttemptGroup): string {
   const rows = g.attempts.map(
     (a) =>
-      `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${counted(a.changedLines, "changed line")}` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`,
+      `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${counted(a.changedLines, "changed line")}` : ""}${a.lostTo ? ` (stopped: ${a.lostTo} was built)` : ""}`,
   );
   return [`attempts (${g.groupId}): ${g.winner ? `winner ${g.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
 }

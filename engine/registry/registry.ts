@@ -24,6 +24,12 @@ interface RegistryOptions {
  * The workers the engine knows and their live runtime: every change is an event appended to the worker's log, folded
  * into its picture and published; a state changes only by the transition table (shared/worker-machine.ts).
  */
+/** What a state change records beside its reason. */
+export interface StateFacts {
+  /** A stop because this other attempt of the worker's task was built (its worker id). */
+  lostTo?: string;
+}
+
 export class WorkerRegistry {
   readonly workers = new Map<string, Worker>();
   private readonly runtime = new Map<string, WorkerRun>();
@@ -41,11 +47,16 @@ export class WorkerRegistry {
     this.opts.bus.publish(event);
   }
 
-  notice(level: "info" | "warn" | "error", text: string): void {
+  /**
+   * A notice to every client. `engineWords`: the text is the engine's own words and names alone (text from elsewhere,
+   * a model's or opencode's, JSON-quoted in it), so a client shows its code spans as code; never for a text that holds
+   * an error's or a worker's words as they came.
+   */
+  notice(level: "info" | "warn" | "error", text: string, o: { engineWords?: boolean } = {}): void {
     // A notice is shown by every client and kept in the log: said without URL credentials.
     const message = redactUrlCredentials(text);
     this.opts.log(`[${level}] ${message}`);
-    this.transient({ type: "notice", level, message, ts: Date.now() });
+    this.transient({ type: "notice", level, message, ...(o.engineWords ? { engineWords: true as const } : {}), ts: Date.now() });
   }
 
   /** The worker's live run (worker-run.ts): made on first use, one per worker. */
@@ -112,14 +123,14 @@ export class WorkerRegistry {
   }
 
   /** Moves a worker by the transition table; an illegal move is logged and not applied. Returns whether it moved. */
-  fire(workerId: string, t: WorkerTransition, reason?: string): boolean {
-    const { moved, error } = this.changeState(workerId, t, reason);
+  fire(workerId: string, t: WorkerTransition, reason?: string, o: StateFacts = {}): boolean {
+    const { moved, error } = this.changeState(workerId, t, reason, o);
     if (error) this.notice("error", error.message);
     return moved;
   }
 
   /** fire() for a caller that reports a failed append itself (it comes back as `error`, not as a notice). */
-  changeState(workerId: string, t: WorkerTransition, reason?: string): { moved: boolean; error?: Error } {
+  changeState(workerId: string, t: WorkerTransition, reason?: string, o: StateFacts = {}): { moved: boolean; error?: Error } {
     const w = this.workers.get(workerId);
     if (!w) return { moved: false };
     const state = nextState(w.state, t);
@@ -130,7 +141,13 @@ export class WorkerRegistry {
     if (state === w.state) return { moved: false };
     try {
       // A reason (a failed model call, an endpoint that stopped answering) is kept and shown: without URL credentials.
-      this.record(workerId, { type: "worker.state", state, ...(reason ? { reason: redactUrlCredentials(reason) } : {}) });
+      // A stop says whether it was for another attempt's build (null: any other cause), in the record, whatever its words.
+      this.record(workerId, {
+        type: "worker.state",
+        state,
+        ...(reason ? { reason: redactUrlCredentials(reason) } : {}),
+        ...(state === "stopped" ? { lostTo: o.lostTo ?? null } : {}),
+      });
     } catch (err) {
       return { moved: false, error: err as Error };
     }

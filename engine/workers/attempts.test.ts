@@ -8,10 +8,12 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OcwError } from "../../shared/errors";
 import { isAtRest } from "../../shared/worker";
 import { fakeHarness, type FakeScript } from "../../test/fixtures/fake-harness";
 import { TargetStore } from "../store/targets";
 import { Engine } from "./engine";
+import { retryWorker, revertLanded } from "./housekeeping";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-attempts-unit-"));
 let endpoint = "";
@@ -77,7 +79,18 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
     const winner = built[0]!;
     const rest = ws.filter((w) => w !== winner);
     for (const w of rest)
-      expect(w).toMatchObject({ state: "stopped", stateReason: expect.stringContaining(`another attempt of this task was built (${winner.id})`) });
+      expect(w).toMatchObject({
+        state: "stopped",
+        lostTo: winner.id,
+        stateReason: expect.stringContaining(`another attempt of this task was built (${winner.id})`),
+      });
+    // The winner is in the record (each stop event of the log names it), not only in the reason's words.
+    for (const w of rest) {
+      const log = readFileSync(path.join(engine.stateDir, "workers", w.id, "events.jsonl"), "utf8")
+        .trim()
+        .split("\n");
+      expect(log.map((l) => JSON.parse(l)).findLast((e) => e.type === "worker.state")).toMatchObject({ state: "stopped", lostTo: winner.id });
+    }
     // The winner's settle freed its slot for the third attempt; the fourth was still queued: stopped, never started.
     expect(ws[3]).toMatchObject({ state: "stopped", startedAt: null });
     expect(rest.filter((w) => w.startedAt !== null)).toHaveLength(2);
@@ -89,6 +102,59 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
         .map((a) => a.workerId)
         .sort(),
     ).toEqual(rest.map((w) => w.id).sort());
+    expect(g.attempts.filter((a) => a.lostTo === winner.id)).toHaveLength(3);
+    await engine.close();
+    // An engine started again on the same state reads the same losers, and whom they lost to, from the logs.
+    const again = engineIn(inTurn([[{ hang: true }]]), 2, engine.stateDir);
+    expect(rest.map((w) => again.get(w.id).lostTo)).toEqual(rest.map(() => winner.id));
+    expect(again.get(winner.id).lostTo).toBeNull();
+    await again.close();
+  });
+
+  it("a stop for any other cause records no winner, whatever its reason's words; retry of an attempt is refused once another one is merged", async () => {
+    const engine = engineIn(
+      inTurn([[{ write: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }], [{ text: "OUTCOME: honest-failure — could not" }], [{ hang: true }]]),
+      3,
+    );
+    const { workerIds } = await engine.startAttempts({
+      task: "TASK-MERGED",
+      directory: repo(),
+      checks: [{ file: "a.txt", equals: "a" }],
+      attempts: 3,
+      allAttempts: true,
+    });
+    await until(
+      engine,
+      () => workerIds.filter((id) => isAtRest(engine.get(id).state)).length === 2 && workerIds.some((id) => engine.get(id).state === "running"),
+      () => picture(engine, workerIds),
+    );
+    const built = workerIds.find((id) => engine.get(id).state === "built")!;
+    const failed = workerIds.find((id) => engine.get(id).state === "honest-failure")!;
+    const running = workerIds.find((id) => engine.get(id).state === "running")!;
+    // A person's stop whose words read like the engine's: no losing attempt.
+    await engine.stop(running, `another attempt of this task was built (${built}); the others still running were stopped`);
+    expect(engine.get(running)).toMatchObject({ state: "stopped", lostTo: null });
+    expect(engine.attemptGroup(engine.get(built).attempt!.groupId).attempts.filter((a) => a.stoppedForWinner)).toHaveLength(0);
+
+    await engine.merge(built);
+    for (const id of [failed, running]) {
+      const err = await retryWorker(engine, id).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err, id).toBeInstanceOf(OcwError);
+      expect((err as OcwError).code).toBe("conflict");
+      expect((err as OcwError).detail).toEqual({
+        kind: "attempt-merged",
+        data: { workerId: id, merged: built, into: "main", commit: engine.get(built).merged!.commit },
+      });
+      expect((err as OcwError).message).toContain(`another attempt at its task, ${built}, was merged into main`);
+    }
+    // That merge reverted, the task is open again: the failed attempt is retried.
+    await revertLanded(engine, { workerId: built });
+    const r = await retryWorker(engine, failed);
+    expect(engine.get(r.workerId).retryOf).toBe(failed);
+    await engine.stop(r.workerId);
     await engine.close();
   });
 
@@ -156,6 +222,7 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
     expect(b.get(id)).toMatchObject({
       state: "stopped",
       startedAt: null,
+      lostTo: workerIds[0],
       stateReason: expect.stringContaining(`another attempt of this task was built (${workerIds[0]})`),
     });
     expect(b.attemptGroup(groupId!)).toMatchObject({ winner: workerIds[0], settled: true });

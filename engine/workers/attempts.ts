@@ -41,7 +41,7 @@ export function expandAttempts(input: AttemptInput): { spec: WorkerSpecInput; at
 interface AttemptsDeps {
   list: () => Worker[];
   get: (id: string) => Worker;
-  stop: (id: string, reason: string, by: DecidedBy) => Promise<unknown>;
+  stop: (id: string, reason: string, by: DecidedBy, facts: { lostTo: string }) => Promise<unknown>;
   log: (line: string) => void;
 }
 
@@ -79,7 +79,7 @@ export class Attempts {
       // Settled and grading attempts have done their work: their verdicts still count for the winner.
       if (other.state !== "queued" && !isActive(other.state)) continue;
       this.deps
-        .stop(other.id, stoppedForWinnerReason(w.id), { kind: "engine", name: "attempts" })
+        .stop(other.id, stoppedForWinnerReason(w.id), { kind: "engine", name: "attempts" }, { lostTo: w.id })
         .catch((err) => this.deps.log(`[warn] attempt ${other.id} was not stopped: ${(err as Error).message}`));
     }
   }

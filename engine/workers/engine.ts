@@ -1,4 +1,5 @@
 import { redactUrlCredentials } from "../../shared/remote-url";
+import { labelledUntrusted } from "../../shared/untrusted";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
@@ -49,7 +50,7 @@ import { type MergeOutcome, WorkspaceLifecycle } from "./lifecycle";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
 import { workspaceToOpen } from "./open";
-import { WorkerRegistry } from "../registry";
+import { type StateFacts, WorkerRegistry } from "../registry";
 import { InstanceReleaser } from "./release";
 import { Settler } from "./settle";
 import { BatchNames } from "./batch-names";
@@ -201,7 +202,7 @@ export class Engine {
     this.attempts = new Attempts({
       list: () => this.list(),
       get: (id) => this.get(id),
-      stop: (id, reason, by) => this.stop(id, reason, by),
+      stop: (id, reason, by, facts) => this.stop(id, reason, by, facts),
       log: (l) => this.log(l),
     });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config().OCW_RETENTION_DAYS);
@@ -590,7 +591,7 @@ export class Engine {
     if (!res.ok && res.kind === "status") throw new Error(`opencode refused the steer (HTTP ${res.status})`);
   }
 
-  async stop(workerId: string, reason = "stopped by request", by: DecidedBy = { kind: "person" }): Promise<Worker> {
+  async stop(workerId: string, reason = "stopped by request", by: DecidedBy = { kind: "person" }, facts: StateFacts = {}): Promise<Worker> {
     const w = this.get(workerId);
     if (isAtRest(w.state)) return w;
     const was = this.reg.rt(workerId).activity;
@@ -606,7 +607,7 @@ export class Engine {
       throw new Error(`worker ${workerId} was not stopped: ${(err as Error).message}`);
     }
     await this.reg.abortSession(workerId);
-    const { error: failed } = this.reg.changeState(workerId, "stop", reason);
+    const { error: failed } = this.reg.changeState(workerId, "stop", reason, facts);
     if (failed) {
       // Otherwise the call would succeed and hand back a worker that is still running, with no word why.
       if (idx >= 0) this.queue.splice(idx, 0, workerId);
@@ -932,7 +933,7 @@ export class Engine {
       const winner = this.attempts.winnerBeforeStart(w);
       if (winner) {
         this.queue.splice(i, 1);
-        this.reg.fire(id, "stop", stoppedForWinnerReason(winner));
+        this.reg.fire(id, "stop", stoppedForWinnerReason(winner), { lostTo: winner });
         continue;
       }
       const admitted = this.pools.admit(w, target);
@@ -1073,9 +1074,11 @@ export class Engine {
     const until = new Date(next!).toISOString().replace(/\.\d+Z$/, "Z");
     // the limit is the target's (its key's), not this worker's: its queued workers wait too
     if (w.targetId && !this.pools.heldUntil(w.targetId))
+      // The engine's words, opencode's quoted: its `ocw resume` shows as code in the GUI.
       this.reg.notice(
         "warn",
-        `target ${w.targetId}: the model API asks to wait until ${until} (opencode: ${message.slice(0, 200)}): its workers start again then; resuming one of them tries now`,
+        `target ${w.targetId}: the model API asks to wait until ${until} (${labelledUntrusted(message, "opencode's words", 200)}): its workers start again then; resuming one of them (\`ocw resume ${workerId}\`) tries now`,
+        { engineWords: true },
       );
     if (w.targetId) this.pools.hold(w.targetId, next!, message);
     this.reg.begin(workerId, "stopping");

@@ -1,10 +1,10 @@
 // NOTE (engine-core engineer, h1): this file was overwritten by mistake at 18:55 UTC while the engine was being split
 // (a file of the same name was being created in engine/workers/). It was rewritten from engine/api/router.ts,
 // shared/api.ts and test/integration/housekeeping.test.ts; its author should check it against what they had.
-import { codeOf, InputError } from "../../shared/errors";
+import { codeOf, InputError, OcwError } from "../../shared/errors";
 import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from "../../shared/api";
 import { quoteUntrustedList } from "../../shared/untrusted";
-import { attemptGroup } from "../../shared/attempts";
+import { attemptGroup, mergedSibling } from "../../shared/attempts";
 import { isAtRest } from "../../shared/worker";
 import { runnerConfigReason } from "../grading";
 import { describeFlags, flaggedChanges, git, gitWithObjects, inspectRepo, landCommit, landObjects, mergeTrees, revertCommit } from "../workspace";
@@ -20,6 +20,15 @@ export async function retryWorker(engine: Engine, workerId: string): Promise<Ret
   if (!["honest-failure", "stopped", "interrupted", "error"].includes(w.state)) {
     throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then retry it`, "conflict");
   }
+  // Attempts are alternatives at one task: once one of them is merged, the task is done; a retry would do it again
+  // beside that merge (its work could not land: the merge of a second attempt is refused).
+  const sib = mergedSibling(w, engine.list());
+  if (sib?.merged)
+    throw new OcwError(
+      "conflict",
+      `worker ${workerId} is not retried: another attempt at its task, ${sib.id}, was merged into ${sib.merged.into} (${sib.merged.commit.slice(0, 12)}), so the task is done. To do it again all the same, revert that merge first (\`ocw revert ${sib.id}\`), then retry ${workerId}`,
+      { kind: "attempt-merged", data: { workerId, merged: sib.id, into: sib.merged.into, commit: sib.merged.commit } },
+    );
   const { workerId: id } = await engine.start(
     { ...w.spec, ...(w.targetId ? { targetId: w.targetId } : {}) },
     { retryOf: w.id, ...(w.batchId ? { batchId: w.batchId } : {}) },

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { mergedSibling } from "../../shared/attempts";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
@@ -74,7 +75,7 @@ export class WorkspaceLifecycle {
     if (w.state !== "built") throw notBuilt(w, "merged");
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
     // Attempts are alternatives at one task: one of them lands, never two on top of each other.
-    const sibling = w.attempt ? this.reg.list().find((x) => x.id !== w.id && x.attempt?.groupId === w.attempt!.groupId && x.merged && !x.reverted) : undefined;
+    const sibling = mergedSibling(w, this.reg.list());
     if (sibling?.merged)
       throw new InputError(
         `worker ${workerId} is another attempt at the task of ${sibling.id}, which was merged into ${sibling.merged.into} (${sibling.merged.commit.slice(0, 12)}): landing both would do the task twice. To take this attempt instead, revert that merge first (ocw revert ${sibling.id}), then merge ${workerId}; or discard ${workerId} (nothing was changed)`,

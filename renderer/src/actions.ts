@@ -1,6 +1,5 @@
 // Housekeeping through the engine's own calls: retry, discard, merge all built of a batch (no client-side loops).
 import type { MergeBatchResult } from "../../shared/api";
-import { stoppedForWinner } from "../../shared/attempts";
 import { isAtRest, type Worker } from "../../shared/worker";
 import { api } from "./api";
 
@@ -8,7 +7,7 @@ import { api } from "./api";
  * Can this worker be tried again from scratch: it ended without a built verdict (failed, error, stopped, interrupted),
  * and it is no losing attempt (stopped because another attempt of its task was built: the task is done there).
  */
-export const retryable = (w: Worker) => isAtRest(w.state) && w.state !== "built" && stoppedForWinner(w) === null;
+export const retryable = (w: Worker) => isAtRest(w.state) && w.state !== "built" && !w.lostTo;
 
 /** Finished and still holding a workspace (merged ones are tidied by the engine itself). */
 export const discardable = (w: Worker) => isAtRest(w.state) && !w.discarded && !w.merged;

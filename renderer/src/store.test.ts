@@ -102,6 +102,23 @@ describe("notices", () => {
   });
 });
 
+describe("engine notices", () => {
+  it("a notice the engine marks as its own words shows its code spans as code; any other stays plain", async () => {
+    engine.workers = [];
+    await store.connect();
+    engine.handlers!.onStarted!();
+    const own =
+      'target t1: the model API asks to wait until 2026-01-01T00:00:00Z (opencode\'s words, untrusted: "slow `down`"): resuming one of them (`ocw resume w-1`) tries now';
+    send({ type: "notice", level: "warn", message: own, engineWords: true, ts: 1 });
+    send({ type: "notice", level: "warn", message: "could not tidy worker w-2: `rm` failed", ts: 2 });
+    vi.advanceTimersByTime(60);
+    expect(store.useStore.getState().notices.map((n) => [n.message, n.engineWords ?? false])).toEqual([
+      [own, true],
+      ["could not tidy worker w-2: `rm` failed", false],
+    ]);
+  });
+});
+
 describe("renderer store", () => {
   it("loads the picture, goes live on the stream, and folds worker events in batches", async () => {
     engine.workers = [picture(created("w-a"))];

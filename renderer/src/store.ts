@@ -426,7 +426,8 @@ function flush() {
       continue;
     }
     if (e.type === "notice") {
-      pushNotice(e.level, e.message);
+      // Only a notice the engine says is its own words alone shows its code spans as code.
+      pushNotice(e.level, e.message, e.engineWords ? ENGINE_WORDS : {});
       continue;
     }
     if (e.type === "batch") {

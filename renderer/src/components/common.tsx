@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type FocusEvent, type FormEvent, type ReactNode } from "react";
 import type { Verdict } from "../../../shared/verdict";
 import { checksWord } from "../../../shared/vocabulary";
-import { stoppedForWinner } from "../../../shared/attempts";
+import { mergedSibling } from "../../../shared/attempts";
 import type { Worker, WorkerState } from "../../../shared/worker";
 import { STATE_LABEL, stateTone } from "../format";
 import { href } from "../router";
@@ -208,12 +208,12 @@ export function RetryOfChip({ of }: { of: string | null }) {
 }
 
 /**
- * A losing attempt's winner: the attempt whose build made the engine stop `w` (its id, "" when the engine's reason
- * names none; its index among the attempts when this page knows that worker; the branch it was merged into while that
- * merge stands, else null), or null when `w` is no losing attempt.
+ * A losing attempt's winner: the attempt whose build made the engine stop `w` (its id, as the worker's record names it;
+ * its index among the attempts when this page knows that worker; the branch it was merged into while that merge
+ * stands, else null), or null when `w` is no losing attempt.
  */
 export function useLostTo(w: Worker | undefined): { id: string; index: number | null; mergedInto: string | null } | null {
-  const id = w ? stoppedForWinner(w) : null;
+  const id = w?.lostTo ?? null;
   const index = useStore((s) => (id ? (s.workers[id]?.attempt?.index ?? null) : null));
   const mergedInto = useStore((s) => {
     const winner = id ? s.workers[id] : undefined;
@@ -224,3 +224,12 @@ export function useLostTo(w: Worker | undefined): { id: string; index: number | 
 
 /** How a losing attempt names the attempt that was built: "attempt 2" (or "another attempt" when its index is unknown). */
 export const lostToName = (lostTo: { index: number | null }): string => (lostTo.index !== null ? `attempt ${lostTo.index}` : "another attempt");
+
+/**
+ * The attempt of `w`'s task that was merged (and stands): its id, index and the branch it went into; null when none
+ * is, or `w` is no attempt. The task is done there: `w` is not retried (the engine refuses it too).
+ */
+export function useMergedSibling(w: Worker | undefined): { id: string; index: number | null; into: string } | null {
+  const sib = useStore((s) => (w ? mergedSibling(w, Object.values(s.workers)) : null));
+  return sib?.merged ? { id: sib.id, index: sib.attempt?.index ?? null, into: sib.merged.into } : null;
+}

@@ -5,7 +5,7 @@ import { checksWord } from "../../../shared/vocabulary";
 import { codePointMark, showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
-import { Empty, RetryOfChip, Sparkline, StateChip, useFocusKept, lostToName, useLostTo, VerdictChips } from "../components/common";
+import { Empty, RetryOfChip, Sparkline, StateChip, useFocusKept, lostToName, useLostTo, useMergedSibling, VerdictChips } from "../components/common";
 import { counted, duration, pct, phaseOf, taskTitle, tokens, toolShown, useNow } from "../format";
 import { go, href } from "../router";
 import {
@@ -570,6 +570,8 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
   // A losing attempt (stopped because another attempt of its task was built) says so, with no Resume or Retry: its
   // task is done; its page can still resume it anyway.
   const lostTo = useLostTo(w);
+  // Another attempt of its task was merged: no Retry (the task is done there; the engine refuses it), said on the card.
+  const mergedSibling = useMergedSibling(w);
   const start = w.startedAt ?? w.createdAt;
   const elapsed = (w.endedAt ?? now) - start;
   // Tokens: reported, plus the text streamed since the last report (estimated). Tokens/s: over the time on the model
@@ -585,7 +587,9 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       go({ name: "worker", id });
     });
   // Named for its worker (the engine's id), as the ask buttons are: every card's was "Retry".
-  const retryButton = (
+  const retryButton = mergedSibling ? (
+    <span className="muted">{mergedSibling.index !== null ? `Attempt ${mergedSibling.index}` : "Another attempt"} was merged.</span>
+  ) : (
     <button
       type="button"
       className="btn small"

@@ -4,7 +4,7 @@ import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
-import { Empty, Modal, RetryOfChip, StateChip, useFocusKept, useLostTo } from "../components/common";
+import { Empty, Modal, RetryOfChip, StateChip, useFocusKept, useLostTo, useMergedSibling } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { Diff } from "../components/LazyDiff";
 import { Transcript } from "../components/Transcript";
@@ -43,6 +43,9 @@ export function WorkerDetail({ id }: { id: string }) {
   // (its task again, done already); it can still be resumed anyway, to its own verdict beside the winner's (not once the
   // winner is merged: the engine would refuse to land it), and discarded.
   const lostTo = useLostTo(w);
+  // Another attempt of its task was merged: the task is done, so no Retry (the engine refuses it) and no Continue… (its
+  // new round could never land: the engine refuses a second attempt's merge, as for a loser's "Resume anyway"); a note says why.
+  const mergedSibling = useMergedSibling(w);
   const now = useNow();
   const [tab, setTab] = useState<"transcript" | "diff" | "task">("transcript");
   const [steer, setSteer] = useState("");
@@ -134,9 +137,9 @@ export function WorkerDetail({ id }: { id: string }) {
   // (they were shown disabled beside Continue…); continued, it runs again and has its Stop back.
   const graded = w.state === "built" || w.state === "honest-failure";
   const canDiscard = discardable(w);
-  const canRetry = retryable(w);
+  const canRetry = retryable(w) && !mergedSibling;
   // A graded worker takes a follow-up in its session (a new round); a merged or discarded one has no workspace left.
-  const canContinue = graded && !over && !!w.sessionId;
+  const canContinue = graded && !over && !!w.sessionId && !mergedSibling;
   const weak = baselineWarning(w.baseline);
   const asks = pendingAsks(w);
   const elapsed = (w.endedAt ?? now) - (w.startedAt ?? w.createdAt);
@@ -223,6 +226,14 @@ export function WorkerDetail({ id }: { id: string }) {
             {lostTo.mergedInto &&
               !w.discarded &&
               ` That attempt was merged into ${lostTo.mergedInto}, so this one cannot be merged: discard it, or revert that merge first to take this one instead.`}
+          </p>
+        )}
+        {/* A losing attempt's note says it already (that attempt was merged); a graded one's sibling stands merged. */}
+        {mergedSibling && !lostTo && !w.merged && (
+          <p className="attempt-lost small" role="note">
+            {mergedSibling.index !== null ? <a href={href({ name: "worker", id: mergedSibling.id })}>Attempt {mergedSibling.index}</a> : "Another attempt"} of
+            this task was merged into {mergedSibling.into}, so its task is done: this attempt is not retried or continued (its work could not land beside that
+            merge). Revert that merge first to try the task again.
           </p>
         )}
         <div className="actions">
