@@ -696,9 +696,11 @@ const ABSENT = "absent";
  * Where a namesake a check wrote came from:
  * - "own": the check's own build. What its own makes build (their goals and the prerequisites they reach), where its
  *   line runs nothing but makes, trusted compilers and quiet builtins; or a trusted compiler's `-o` output that its line
- *   names (`cc -o src/test src/test.c`, the person's own command), where that compiler surely wrote it when the check
- *   passed: its commands joined by `&&` alone and its exit expected 0 (every one ran and succeeded), or nothing but the
- *   compilers and quiet builtins run (no make, whose recipes run the worker's code).
+ *   names (`cc -o src/test src/test.c`, the person's own command) or writes without `-o` (`cc -c x.c`: `x.o`), where
+ *   that compiler surely wrote it when the check passed: its commands joined by `&&` alone and its exit expected 0
+ *   (every one ran and succeeded), or nothing but the compilers and quiet builtins run (no make, whose recipes run the
+ *   worker's code); and nothing but compilers and quiet builtins after its compile (`cc -o t t.c && ./t`: `./t` could
+ *   write `t` again, so it is a "rebuild").
  * - "rebuild": its own build could have written it, but a program of the worker's ran beside it and could have too
  *   (`make test; python3 gen.py`, `make && ./app`): what is there cannot be told from make's, so it is removed before
  *   the later check whose make reaches it, which builds it again from the commit. An honest build loses only the time
@@ -709,7 +711,7 @@ const ABSENT = "absent";
 function namesakeOrigin(own: CheckGoals | null | undefined, p: string, expectExit: number): "own" | "rebuild" | "planted" {
   if (!own || !(own.made.has(p) || own.compiled.has(p))) return "planted";
   if (own.others === null && own.made.has(p)) return "own";
-  if (own.compiled.has(p) && ((own.andOnly && expectExit === 0) || (own.others === null && !own.makes))) return "own";
+  if (own.compiled.has(p) && !own.rewritable.has(p) && ((own.andOnly && expectExit === 0) || (own.others === null && !own.makes))) return "own";
   return "rebuild";
 }
 

@@ -757,7 +757,8 @@ export function makeGoalRuns(commands: string[], sub: string, checkout: string):
 /**
  * What a check's command line (`line`, run in `sub`) writes by other programs than its makes, as far as a namesake of a
  * make goal it writes can be told to be the person's own (checks.ts):
- * - `compiled`: the files its trusted compilers' `-o` names (paths from the repository's root): `cc`, `gcc`, `g++`,
+ * - `compiled`: the files its trusted compilers' `-o` names (paths from the repository's root), or that a C-family one
+ *   writes without it (implicitOutputs: `cc -c x.c` writes `x.o`): `cc`, `gcc`, `g++`,
  *   `c++`, `clang`, `clang++` (a version suffix too: `gcc-12`), `rustc`, `go build`, by a bare name that `trusted` finds
  *   on the checks' PATH outside the worker's files. A compiler reads the worker's sources, and runs none of them. None
  *   where the line may change what such a name runs (a file sourced, `eval`, `alias`, `hash`, `enable`, a function
@@ -766,6 +767,8 @@ export function makeGoalRuns(commands: string[], sub: string, checkout: string):
  * - `others`: the first program it runs besides make, those compilers and the builtins of QUIET (a worker's program, a
  *   script, a program run through a variable or a wrapper's command line, a command substitution), or null: what that
  *   one writes cannot be told from what make or a compiler wrote.
+ * - `rewritable`: those of `compiled` after whose last compile the line runs a program of `others`' kind or a make, which
+ *   could write them again (`cc -o t t.c && ./t`): the compiler's output is not surely what is there when the check ends.
  * - `andOnly`: its commands are joined by `&&` alone (no `;`, `||`, `|`, `&`, newline, `!` or `trap`): when the check
  *   passes, every one of them ran and succeeded, so each compiler wrote its output.
  * - `makes`: it runs make itself (whose recipes run what they run).
@@ -774,7 +777,7 @@ export function checkWriters(
   line: string,
   sub: string,
   trusted: (compiler: string) => boolean,
-): { compiled: string[]; others: string | null; andOnly: boolean; makes: boolean } {
+): { compiled: string[]; rewritable: string[]; others: string | null; andOnly: boolean; makes: boolean } {
   const shape = lineShape(line);
   let others: string | null = shape.substitutes ? "a command substitution" : null;
   let andOnly = shape.andOnly;
@@ -782,10 +785,13 @@ export function checkWriters(
   // A function defined on the line (`cc() { …; }`, `function cc`): its name runs it.
   let voided = /(^|[\s;&|(){}])(function\s+\S|[\w.:+-]+\s*\(\s*\))/.test(line);
   const compiled: string[] = [];
+  // What a command run after its compile could have written again (a command substitution's runs where the line runs it).
+  const rewritable = new Set<string>();
   let at: string | null = sub;
   let sawCd = false;
   const other = (what: string) => {
     others ??= what;
+    for (const f of compiled) rewritable.add(f);
   };
   for (const words of simpleCommands(line)) {
     if (words[0] === "!" || words[0] === "trap") andOnly = false;
@@ -828,6 +834,7 @@ export function checkWriters(
     }
     if (prog === "make" || prog === "gmake") {
       makes = true;
+      for (const f of compiled) rewritable.add(f);
       continue;
     }
     if (QUIET.has(prog)) continue;
@@ -836,18 +843,68 @@ export function checkWriters(
       other(prog);
       continue;
     }
+    let named = false;
     for (let k = kind === "go" ? 1 : 0; k < args.length; k++) {
       const w = args[k];
       let out: string | null | undefined;
       if (w === "-o") out = args[++k];
       else if (typeof w === "string" && kind === "cc" && /^-o./.test(w)) out = w.slice(2);
       else if (typeof w === "string" && kind === "go" && w.startsWith("-o=")) out = w.slice(3);
+      if (out !== undefined) named = true;
       if (typeof out !== "string" || at === null || !out || out.startsWith("/") || out.startsWith("~") || out.includes(UNKNOWN)) continue;
       const file = fromRun(at, out);
       if (file) compiled.push(file);
+      if (file) rewritable.delete(file);
+    }
+    if (kind === "cc" && !named && at !== null)
+      for (const out of implicitOutputs(args)) {
+        const file = fromRun(at, out);
+        if (file) compiled.push(file);
+        if (file) rewritable.delete(file);
+      }
+  }
+  const out = voided || (sawCd && shape.parens) ? [] : [...new Set(compiled)];
+  return { compiled: out, rewritable: shape.substitutes ? out : out.filter((f) => rewritable.has(f)), others, andOnly, makes };
+}
+
+/** The C-family sources a compiler takes by their suffix (gcc's list), and whether `-S` makes assembly of them. */
+const CC_SOURCE = /\.(c|i|ii|cc|cp|cxx|cpp|CPP|c\+\+|C|m|mi|mm|M|mii)$/;
+const CC_ASSEMBLY = /\.(s|S|sx)$/;
+/** A C-family compiler's options whose value is the next word (`-I inc`, `-include pre.h`, `-MF dep.d`…). */
+const CC_VALUE =
+  /^(-[IDUxLlTuzeA]|-include|-imacros|-isystem|-idirafter|-iquote|-iprefix|-iwithprefix|-iwithprefixbefore|-isysroot|-imultilib|-MF|-MT|-MQ|-Xlinker|-Xassembler|-Xpreprocessor|-Xclang|--param|-aux-info|-dumpbase|-dumpbase-ext|-dumpdir|-wrapper|-target|-arch)$/;
+
+/**
+ * What a C-family compiler given no `-o` writes, from the folder it runs in: with `-c`, each source's object (gcc and
+ * clang name it after the source, without its folder: `cc -c src/x.c` writes `x.o`); with `-S`, its assembly (`x.s`);
+ * with neither (nor `-E`, `-M`, `-MM`, `-fsyntax-only`, which write no file), a program linked from its inputs,
+ * `a.out`. None after `-x` (a language named: the suffixes no longer tell the sources), and none for a word that
+ * expands, or that is an option's value.
+ */
+function implicitOutputs(args: (string | null)[]): string[] {
+  let mode: "c" | "S" | "link" = "link";
+  const sources: string[] = [];
+  let inputs = 0;
+  for (let k = 0; k < args.length; k++) {
+    const w = args[k];
+    if (typeof w !== "string" || w.includes(UNKNOWN)) return [];
+    if (w === "-x") return [];
+    if (CC_VALUE.test(w)) {
+      k++;
+      continue;
+    }
+    if (w === "-c") mode = mode === "link" ? "c" : mode;
+    else if (w === "-S") mode = "S";
+    else if (w === "-E" || w === "-M" || w === "-MM" || w === "-fsyntax-only") return [];
+    else if (!w.startsWith("-") && w) {
+      inputs++;
+      if (CC_SOURCE.test(w) || CC_ASSEMBLY.test(w)) sources.push(w);
     }
   }
-  return { compiled: voided || (sawCd && shape.parens) ? [] : [...new Set(compiled)], others, andOnly, makes };
+  if (mode === "link") return inputs ? ["a.out"] : [];
+  const stem = (w: string) => path.posix.basename(w).replace(/\.[^.]+$/, "");
+  if (mode === "S") return sources.filter((w) => CC_SOURCE.test(w)).map((w) => `${stem(w)}.s`);
+  return sources.map((w) => `${stem(w)}.o`);
 }
 
 /** The C-family compilers whose `-o` output checkWriters takes as the check's own (`gcc-12`, `clang++-15` too). */

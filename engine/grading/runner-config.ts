@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
-import { type CommandScript, checkWriters, commandScripts, makeGoalRuns, makeRuns, simpleCommands } from "./command-scripts";
+import { type CommandScript, checkWriters, commandScripts, makeGoalRuns, simpleCommands } from "./command-scripts";
 import { MAX_READ_BYTES, readInside } from "./files";
 import { foldPath, hashRegular, readRegular } from "../workspace";
 import { fromRun, isMakefileName, type MakeFacts, type MakeRun, MakeTooLarge, makeFacts, plainDependencies, remadeFrom } from "./make-includes";
@@ -594,6 +594,8 @@ export interface CheckGoals {
   intermediates: GoalNamesake[];
   /** The `-o` outputs of the trusted compilers its line runs (checkWriters). */
   compiled: Set<string>;
+  /** Those of `compiled` a program or make the line runs after their compile could have written again (checkWriters). */
+  rewritable: Set<string>;
   /** The first program it runs besides make, those compilers and quiet builtins, or null (checkWriters). */
   others: string | null;
   /** Its commands are joined by `&&` alone (checkWriters). */
@@ -637,7 +639,13 @@ export function systemCompiler(name: string, pathEnv: string, roots: string[]): 
  */
 export function checkGoals(checkout: string, sub: string, command: string, pathEnv: string = allowListedEnv({}).PATH ?? "", roots: string[] = []): CheckGoals {
   const writers = checkWriters(command, sub, (name) => systemCompiler(name, pathEnv, [checkout, ...roots]));
-  const besides = { compiled: new Set(writers.compiled), others: writers.others, andOnly: writers.andOnly, makes: writers.makes };
+  const besides = {
+    compiled: new Set(writers.compiled),
+    rewritable: new Set(writers.rewritable),
+    others: writers.others,
+    andOnly: writers.andOnly,
+    makes: writers.makes,
+  };
   const runs = makeGoalRuns([command], sub, checkout);
   if (!runs.length) return { goals: [], made: new Set(), intermediates: [], ...besides };
   try {
@@ -670,9 +678,86 @@ export function goalNamesakeWhy(g: GoalNamesake, by: string): string {
     : `named like \`${g.goal}\`, ${make}, which is not declared .PHONY: with a file or folder of that name make takes the goal as up to date and runs none of its recipe`;
 }
 
-/** MakeFacts' targets, inputs and MAKEFILES files by path (a file's lookups at once, not a pass over every one per changed file). */
+/**
+ * MakeFacts' targets, inputs and MAKEFILES files by path (a file's lookups at once, not a pass over every one per changed
+ * file); `reached`, the goals of the checks' makes and the prerequisites those reach that a rule builds (`goal` set for a goal).
+ */
 function lookups(facts: MakeFacts) {
-  return { targets: firstByPath(facts.targets), inputs: firstByPath(facts.inputs), readFirst: firstByPath(facts.readFirst) };
+  const reached: MadeName[] = [
+    ...facts.goals.map((g) => ({ path: g.path, target: g.goal, makefile: g.makefile, goal: true })),
+    ...facts.intermediates.map((i) => ({ path: i.path, target: i.target, makefile: i.makefile, goal: false })),
+  ];
+  return {
+    targets: firstByPath(facts.targets),
+    inputs: firstByPath(facts.inputs),
+    readFirst: firstByPath(facts.readFirst),
+    reached: firstByPath(reached),
+  };
+}
+
+/** A name make builds, where a file stands for it: a target, a goal, a prerequisite a goal reaches (linkedTargets). */
+interface MadeName {
+  path: string;
+  target: string;
+  makefile: string | null;
+  goal?: boolean;
+}
+
+const lstatOrNull = (p: string) => {
+  try {
+    return lstatSync(p);
+  } catch {
+    return null;
+  }
+};
+
+/** At most this many folders of the names make builds are looked at for a link on their way (linkedTargets); past them, MakeTooLarge. */
+const MAX_TARGET_FOLDERS = 10_000;
+
+/**
+ * Where make opens the files of the names it builds (`named`: paths from the repository's root, as make opens them)
+ * through a link on their way, in the checkout as committed (`checkout`): `links`, each link on the way of one (`src/out`
+ * for `src/out/results.txt`), by its path; `behind`, where each such file then is (`src/zz/results.txt`), inside the
+ * checkout. One realpath per folder of those names, and an lstat per part of a folder that leads elsewhere or nowhere;
+ * past MAX_TARGET_FOLDERS folders, MakeTooLarge (every changed file then counts). Nothing is followed out of the
+ * checkout: a file outside it is no file of the commit's.
+ */
+function linkedTargets(checkout: string, named: MadeName[]): { links: Map<string, MadeName>; behind: Map<string, MadeName> } {
+  const byFolder = new Map<string, MadeName[]>();
+  for (const n of named) {
+    const folder = n.path.includes("/") ? n.path.slice(0, n.path.lastIndexOf("/")) : "";
+    if (!folder) continue;
+    const at = byFolder.get(folder);
+    if (at) at.push(n);
+    else byFolder.set(folder, [n]);
+  }
+  if (byFolder.size > MAX_TARGET_FOLDERS) throw new MakeTooLarge();
+  const links = new Map<string, MadeName>();
+  const behind = new Map<string, MadeName>();
+  const root = realpathSync(checkout);
+  for (const [folder, names] of byFolder) {
+    // As make opens it: joined as written (`build/..` goes through whatever `build` is), not normalized.
+    let real: string | null = null;
+    try {
+      real = realpathSync.native(`${root}${path.sep}${folder.split("/").join(path.sep)}`);
+    } catch {
+      /* not there (yet): only the links on its way count */
+    }
+    if (real === path.join(root, folder)) continue;
+    const parts = folder.split("/");
+    for (let i = 1; i <= parts.length; i++) {
+      if (parts[i - 1] === ".." || parts[i - 1] === ".") continue;
+      const p = parts.slice(0, i).join("/");
+      if (!links.has(p) && lstatOrNull(path.join(root, p))?.isSymbolicLink()) links.set(p, names[0]!);
+    }
+    if (real === null || (real !== root && !real.startsWith(root + path.sep))) continue;
+    const rel = path.relative(root, real).split(path.sep).join("/");
+    for (const n of names) {
+      const f = `${rel ? `${rel}/` : ""}${n.path.slice(n.path.lastIndexOf("/") + 1)}`;
+      if (!behind.has(f)) behind.set(f, n);
+    }
+  }
+  return { links, behind };
 }
 
 /** Each path's first entry. */
@@ -914,6 +999,7 @@ export async function runnerConfigChanges(opts: {
   /** What the makefiles say, read once per grading; or why they could not be read (not read again for the next file). */
   let facts: MakeFacts | MakeTooLarge | undefined;
   let found: ReturnType<typeof lookups> | undefined;
+  let linkedAt: ReturnType<typeof linkedTargets> | undefined;
   let runs: MakeRun[] | undefined;
   const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
   const plugins = new Map(
@@ -972,7 +1058,7 @@ export async function runnerConfigChanges(opts: {
       // A file the Makefile of the checks' folder (or the root's) includes, or a makefile of a make the checks' commands
       // run (`make -C app`, `make -f ci.make`), found as that make finds it (its `-I` folders too), beyond plain
       // dependency lines.
-      runs ??= makeRuns(opts.commands ?? [], opts.sub, opts.checkout);
+      runs ??= makeGoalRuns(opts.commands ?? [], opts.sub, opts.checkout);
       try {
         facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs]);
         if (facts instanceof MakeTooLarge) throw facts;
@@ -1018,6 +1104,36 @@ export async function runnerConfigChanges(opts: {
         if (target && !(await baseHas(opts.repo, opts.baseCommit, target.path))) {
           out.push(
             `check configuration changed: ${file} — named like the target \`${target.target}\` of ${target.makefile}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`,
+          );
+          continue;
+        }
+        // The same for a goal of a check's make that no explicit rule names (built by a built-in rule), and a prerequisite
+        // its goals reach that a rule builds (`test.o`): the checkout writes the commit's file with its sources (after
+        // them, in its order), so it is no older than they are and make uses it as it is.
+        const reached = [file, ...ancestors(file)].map((p) => byPath.reached.get(p)).find((t) => t !== undefined);
+        if (reached && !(await baseHas(opts.repo, opts.baseCommit, reached.path))) {
+          const of = reached.makefile ? ` (${reached.makefile})` : "";
+          out.push(
+            reached.goal
+              ? `check configuration changed: ${file} — named like \`${reached.target}\`, a goal of a check's make${of}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`
+              : `check configuration changed: ${file} — a prerequisite make builds by a rule for \`${reached.target}\`, reached from a goal of a check's make${of}: with a file or folder of that name there, no older than its sources, make takes it as up to date and does not remake it from them`,
+          );
+          continue;
+        }
+        // A link on the way to where make opens one of those (`src/out -> zz` for `out/results.txt`), or the file it then
+        // opens (`src/zz/results.txt`, behind the worker's link or the person's): names as written are not where make looks.
+        const linked = (linkedAt ??= linkedTargets(opts.checkout, [...make.targets, ...byPath.reached.values()]));
+        const via = linked.links.get(file);
+        if (via) {
+          out.push(
+            `check configuration changed: ${file} — a link on the way to the target \`${via.target}\`${via.makefile ? ` of ${via.makefile}` : ""}: make opens that target's file through it, and a file the commit puts behind it stands for the target, up to date`,
+          );
+          continue;
+        }
+        const behind = [file, ...ancestors(file)].map((p) => linked.behind.get(p)).find((t) => t !== undefined);
+        if (behind) {
+          out.push(
+            `check configuration changed: ${file} — where make opens the target \`${behind.target}\`${behind.makefile ? ` of ${behind.makefile}` : ""} through a link on its way: a file or folder there, no older than its sources, is that target up to date, and it is not remade`,
           );
           continue;
         }
