@@ -757,7 +757,7 @@ export function makeGoalRuns(commands: string[], sub: string, checkout: string):
 /**
  * What a check's command line (`line`, run in `sub`) writes by other programs than its makes, as far as a namesake of a
  * make goal it writes can be told to be the person's own (checks.ts):
- * - `compiled`: the files its trusted compilers' `-o` names (paths from the repository's root), or that a C-family one
+ * - `compiled`: the files its trusted compilers' last `-o` names (paths from the repository's root), or that a C-family one
  *   writes without it (implicitOutputs: `cc -c x.c` writes `x.o`): `cc`, `gcc`, `g++`,
  *   `c++`, `clang`, `clang++` (a version suffix too: `gcc-12`), `rustc`, `go build`, by a bare name that `trusted` finds
  *   on the checks' PATH outside the worker's files. A compiler reads the worker's sources, and runs none of them. None
@@ -843,21 +843,27 @@ export function checkWriters(
       other(prog);
       continue;
     }
-    let named = false;
+    // Nothing known written where it writes nothing (`cc -###`, `go build -n`: the commands printed, none run) or reads
+    // more words from a file (`@args`: a worker's, possibly, with an `-o` of its own).
+    if (args.some((w) => typeof w === "string" && (w.startsWith("@") || (kind === "cc" && w === "-###") || (kind === "go" && w === "-n")))) continue;
+    // Its last `-o` alone: gcc, clang and go write that one (`cc -c -o a.o -o b.o x.c` writes b.o), whatever came before.
+    let last: string | null | undefined;
     for (let k = kind === "go" ? 1 : 0; k < args.length; k++) {
       const w = args[k];
-      let out: string | null | undefined;
-      if (w === "-o") out = args[++k];
-      else if (typeof w === "string" && kind === "cc" && /^-o./.test(w)) out = w.slice(2);
-      else if (typeof w === "string" && kind === "go" && w.startsWith("-o=")) out = w.slice(3);
-      if (out !== undefined) named = true;
-      if (typeof out !== "string" || at === null || !out || out.startsWith("/") || out.startsWith("~") || out.includes(UNKNOWN)) continue;
-      const file = fromRun(at, out);
-      if (file) compiled.push(file);
-      if (file) rewritable.delete(file);
+      if (w === "-o") last = k + 1 < args.length ? args[++k] : null;
+      else if (typeof w === "string" && kind === "cc" && /^-o./.test(w)) last = w.slice(2);
+      else if (typeof w === "string" && kind === "go" && w.startsWith("-o=")) last = w.slice(3);
     }
-    if (kind === "cc" && !named && at !== null)
-      for (const out of implicitOutputs(args)) {
+    const outs =
+      last !== undefined
+        ? typeof last !== "string" || !last || last.startsWith("/") || last.startsWith("~") || last.includes(UNKNOWN)
+          ? []
+          : [last]
+        : kind === "cc"
+          ? implicitOutputs(args)
+          : [];
+    if (at !== null)
+      for (const out of outs) {
         const file = fromRun(at, out);
         if (file) compiled.push(file);
         if (file) rewritable.delete(file);

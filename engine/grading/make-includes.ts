@@ -174,6 +174,8 @@ interface Rule {
   makefile: string;
   targets: string[];
   prereqs: string[];
+  /** Its prerequisite list ran past the expansion bounds (MAX_EXPANSION, EXPANSION_BUDGET): the rest of it unknown. */
+  cut?: boolean;
   recipe: string[];
   /**
    * After `.SECONDEXPANSION:`, the prerequisite list as its first expansion leaves it (`test: $$(OBJS)`: `$(OBJS)`):
@@ -353,10 +355,12 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
           const targets = members(words(expand(rule[1]!, vars, 0)), null).map(canonical);
           // A target-specific variable (`test: X = 1`) names its targets, but no prerequisite or recipe; an `=` inside a
           // reference (`test: $(SRCS:.c=.o)`, a substitution reference) does not make one.
+          cut = false;
           const list = /=/.test(outsideReferences(before)) ? null : expand(before.replace("|", " "), vars, 0);
           const prereqs = list === null ? [] : members(words(list), archives).map(canonical);
           globbed = null;
           const r: Rule = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
+          if (cut && list !== null) r.cut = true;
           if (expandsTwice && list?.includes("$")) r.second = list;
           if (targets.includes(".SECONDEXPANSION")) expandsTwice = true;
           const ordinary = targets.find((t) => !t.startsWith(".") && !t.includes("%"));
@@ -437,6 +441,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
         for (const p of madeAt(g)) facts.goals.push({ path: p, goal: g, makefile: first[0] ?? null });
     if (goals.length) {
       const prereqs = new Map<string, string[]>();
+      const truncated = new Set<string>();
       for (const r of rules)
         for (const t of r.targets) {
           // After `.SECONDEXPANSION:`, the list expanded again for this target, with the variables as the makefiles leave them.
@@ -445,6 +450,8 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
               ? r.prereqs
               : secondExpansion(r.second, t, vars, (pattern) => globIn(checkout, dir, pattern, globs), archives);
           if (r.second !== undefined) included.spend(list.length + 1);
+          // A goal that reaches a list read only in part: what the rest reaches cannot be told (every changed file counts).
+          if (r.cut) truncated.add(t);
           const known = prereqs.get(t);
           if (known) for (const p of list) known.push(p);
           else prereqs.set(t, [...list]);
@@ -454,6 +461,7 @@ export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFac
       for (let i = 0; i < walk.length; i++) {
         const t = walk[i]!;
         if (reached.has(t)) continue;
+        if (truncated.has(t)) throw new MakeTooLarge();
         reached.add(t);
         const next = prereqs.get(t) ?? [];
         // Each prerequisite is a step of the walk: within MATCH_BUDGET, as the matches of include lines are.
@@ -762,6 +770,8 @@ function includeMatcher(word: string): (file: string) => boolean {
 const EXPANSION_BUDGET = 2_000;
 const MAX_EXPANSION = 64 * 1024;
 let budget = 0;
+/** Set where an expansion ran past those bounds (its rest unknown), not where a function is merely unknown here. */
+let cut = false;
 
 /**
  * While a rule's targets and prerequisites are expanded: what a `$(wildcard …)` pattern names (globIn), or null to keep
@@ -864,10 +874,16 @@ function matchesPattern(pattern: string, word: string): boolean {
  * reads as `*` (unknown here). Wildcards stay as written: they are the globs the include matches.
  */
 function expand(s: string, vars: Map<string, string>, depth: number): string {
-  if (depth > 20) return UNKNOWN;
+  if (depth > 20) {
+    cut = true;
+    return UNKNOWN;
+  }
   let out = "";
   for (let i = 0; i < s.length; i++) {
-    if (out.length > MAX_EXPANSION) return `${out}${UNKNOWN}`;
+    if (out.length > MAX_EXPANSION) {
+      cut = true;
+      return `${out}${UNKNOWN}`;
+    }
     if (s[i] !== "$") {
       out += s[i];
       continue;
@@ -894,7 +910,10 @@ function expand(s: string, vars: Map<string, string>, depth: number): string {
 }
 
 function reference(body: string, vars: Map<string, string>, depth: number): string {
-  if (--budget < 0) return UNKNOWN;
+  if (--budget < 0) {
+    cut = true;
+    return UNKNOWN;
+  }
   const auto = automatic?.get(body);
   if (auto !== undefined) return auto;
   const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
