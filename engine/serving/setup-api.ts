@@ -152,27 +152,29 @@ function outcome(r: SetupResult): SetupOutcome {
   };
 }
 
+/**
+ * What every setup route passes alike: the person's choices from the input, no cannot-build save, no prompts, the
+ * target store, and the engine's own environment.
+ */
+function routeOptions(i: { url: string; slots?: number; id?: string; acceptUnderpowered: boolean; unverified: boolean }, store: TargetStore) {
+  return {
+    url: i.url,
+    slots: i.slots,
+    id: i.id,
+    acceptUnderpowered: i.acceptUnderpowered,
+    unverified: i.unverified,
+    saveCannotBuild: false,
+    yes: true,
+    store,
+    env: process.env,
+  };
+}
+
 /** setup.capture: verify a running server, then save it (a cannot-build result saves nothing); or save it unverified by choice. */
 export async function setupCaptureApi(input: SetupCaptureInput, store: TargetStore): Promise<SetupOutcome> {
   const i = SetupCaptureInput.parse(input);
   try {
-    return outcome(
-      await setupCapture({
-        url: i.url,
-        model: i.model,
-        apiKeyEnv: i.apiKeyEnv,
-        slots: i.slots,
-        ctx: i.ctx,
-        benchSec: i.benchSec,
-        id: i.id,
-        acceptUnderpowered: i.acceptUnderpowered,
-        unverified: i.unverified,
-        saveCannotBuild: false,
-        yes: true,
-        store,
-        env: process.env,
-      }),
-    );
+    return outcome(await setupCapture({ ...routeOptions(i, store), model: i.model, apiKeyEnv: i.apiKeyEnv, ctx: i.ctx, benchSec: i.benchSec }));
   } catch (e) {
     inputError(e);
   }
@@ -182,25 +184,7 @@ export async function setupCaptureApi(input: SetupCaptureInput, store: TargetSto
 export async function setupProviderApi(input: SetupProviderInput, store: TargetStore): Promise<SetupOutcome> {
   const i = SetupProviderInput.parse(input);
   try {
-    return outcome(
-      withPrice(
-        store,
-        i.price,
-        await setupProvider({
-          url: i.url,
-          model: i.model,
-          apiKeyEnv: i.apiKeyEnv,
-          slots: i.slots,
-          id: i.id,
-          acceptUnderpowered: i.acceptUnderpowered,
-          unverified: i.unverified,
-          saveCannotBuild: false,
-          yes: true,
-          store,
-          env: process.env,
-        }),
-      ),
-    );
+    return outcome(withPrice(store, i.price, await setupProvider({ ...routeOptions(i, store), model: i.model, apiKeyEnv: i.apiKeyEnv })));
   } catch (e) {
     inputError(e);
   }
@@ -226,17 +210,10 @@ export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: T
   let r: SetupResult;
   try {
     r = await setupProvider({
-      url: i.url,
+      ...routeOptions(i, store),
       model: i.model,
       apiKeyEnv: TYPED_KEY_VAR,
       keyHint: "the key typed",
-      slots: i.slots,
-      id: i.id,
-      acceptUnderpowered: i.acceptUnderpowered,
-      unverified: i.unverified,
-      saveCannotBuild: false,
-      yes: true,
-      store,
       env: { ...process.env, [TYPED_KEY_VAR]: i.key },
     });
   } catch (e) {
