@@ -178,13 +178,10 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
       }
     }
   }
-  // ≥ 80 GB datacenter GPUs (H100, H200, B200, MI300X …): vLLM batches many sequences on one engine with tensor ×
-  // data parallel, where llama.cpp would run small replicas using a fraction of the memory — proposed as the pick when
-  // no runtime was asked for; the llama.cpp plan stays as an alternative (issue 27)
-  const big = hw.gpus.filter((g) => (g.vendor === "nvidia" || g.vendor === "amd") && !g.unified && isDatacenterGpu(g.name, g.totalBytes));
-  if (!parallel && !i.runtime && big.length && (!i.model || findCatalog(i.model))) {
-    const p = await proposeParallel({
-      runtime: "vllm",
+  // vLLM's or SGLang's tensor × data parallel plan of the catalog's best fit on all the GPUs (null where none or it fails)
+  const bestParallel = (rt: "vllm" | "sglang") =>
+    proposeParallel({
+      runtime: rt,
       dev: parallelDevices(hw).dev,
       slots,
       minCtx,
@@ -195,6 +192,12 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
       env: o.env,
       hub: o.hub,
     }).catch(() => null);
+  // ≥ 80 GB datacenter GPUs (H100, H200, B200, MI300X …): vLLM batches many sequences on one engine with tensor ×
+  // data parallel, where llama.cpp would run small replicas using a fraction of the memory — proposed as the pick when
+  // no runtime was asked for; the llama.cpp plan stays as an alternative (issue 27)
+  const big = hw.gpus.filter((g) => (g.vendor === "nvidia" || g.vendor === "amd") && !g.unified && isDatacenterGpu(g.name, g.totalBytes));
+  if (!parallel && !i.runtime && big.length && (!i.model || findCatalog(i.model))) {
+    const p = await bestParallel("vllm");
     if (p?.pick) {
       const why =
         `${counted(big.length, "datacenter GPU")} of ≥ 80 GB (${big[0]!.name}): vLLM batches all ${slots} sequences on one engine with tensor × data parallel and uses the GPUs' memory for KV, ` +
@@ -209,18 +212,7 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
     for (const rt of ["vllm", "sglang"] as const) {
       if (installedRuntime(rt).how !== "binary") continue;
       if (result.pick?.runtime === rt || result.alternatives.some((x) => x.runtime === rt)) continue;
-      const p = await proposeParallel({
-        runtime: rt,
-        dev: parallelDevices(hw).dev,
-        slots,
-        minCtx,
-        maxCtxPerSlot: exact,
-        model: i.model?.replace(/:.*$/, ""),
-        verified,
-        max: 1,
-        env: o.env,
-        hub: o.hub,
-      }).catch(() => null);
+      const p = await bestParallel(rt);
       if (p?.pick) result.alternatives.push(p.pick);
     }
   }
