@@ -91,28 +91,45 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     if (!(err instanceof SnapshotTooLarge)) throw err;
     // Over the snapshot caps (files, bytes, one file's size): nothing was committed, checked or published. A verdict of
     // its own kind, with the claim kept: the worker is not built, and the violation says why.
-    const { workspace: ws } = input;
-    const { claim, reason } = parseClaim(input.finalText);
-    return {
-      verdict: "honest-failure",
-      claim,
-      claimReason: reason,
-      honest: claim === "honest-failure",
+    return ungradedVerdict(input.finalText, input.workspace, {
       checks: input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${err.message}` })),
       scope: { passed: false, violations: [`snapshot too large: ${err.message}`], changedFiles: [], snapshotCap: err.message },
-      gradedAt: Date.now(),
-      branch: ws.branch,
-      worktree: ws.worktree,
-      commit: null,
-      diffStat: "",
-      mergeHint: null,
       flags: [],
       reason: err.message,
-      weakEvidence: false,
-      sincePrevious: null,
       caveats: caveatsOf(input.checks),
-    };
+    });
   }
+}
+
+/**
+ * The verdict of a change that could not be graded (over the snapshot caps, or grading itself failed): not built, no
+ * commit, nothing to merge, the worker's claim kept beside why.
+ */
+export function ungradedVerdict(
+  finalText: string,
+  ws: Pick<Workspace, "branch" | "worktree">,
+  o: { checks: Verdict["checks"]; scope: Verdict["scope"]; flags?: Verdict["flags"]; reason: string; caveats?: string[] },
+): Verdict {
+  const { claim, reason } = parseClaim(finalText);
+  return {
+    verdict: "honest-failure",
+    claim,
+    claimReason: reason,
+    honest: claim === "honest-failure",
+    checks: o.checks,
+    scope: o.scope,
+    gradedAt: Date.now(),
+    branch: ws.branch,
+    worktree: ws.worktree,
+    commit: null,
+    diffStat: "",
+    mergeHint: null,
+    ...(o.flags ? { flags: o.flags } : {}),
+    reason: o.reason,
+    weakEvidence: false,
+    sincePrevious: null,
+    ...(o.caveats ? { caveats: o.caveats } : {}),
+  };
 }
 
 async function gradeSnapshot(input: GradeInput): Promise<Verdict> {

@@ -3,8 +3,7 @@ import type { Target } from "../../shared/target";
 import { quoteUntrusted, quoteUntrustedList } from "../../shared/untrusted";
 import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/worker";
 import type { Baseline, Verdict } from "../../shared/verdict";
-import { parseClaim } from "../../shared/verdict";
-import { baselineChecks, baselineInFreshWorkspace, grade } from "../grading";
+import { baselineChecks, baselineInFreshWorkspace, grade, ungradedVerdict } from "../grading";
 import { type HarnessServer, okValue } from "../harness";
 import { describeError } from "../serving";
 import type { SandboxKind } from "../sandbox";
@@ -234,28 +233,9 @@ export class Settler {
       // Its message may quote git's complaint about a file the worker named (a nested repository with no commit): the
       // worker's words, so quoted and labelled inside the engine's (a verdict's reason is read as the engine's own).
       const why = `grading failed ${quoteUntrusted((err as Error).message, "its error, which may name the worker's files", 800)}`;
-      const { claim, reason } = parseClaim(finalText);
+      const verdict = ungradedVerdict(finalText, ws, { checks: [], scope: { passed: false, violations: [], changedFiles: [] }, reason: why });
       try {
-        reg.record(workerId, {
-          type: "verdict",
-          verdict: {
-            verdict: "honest-failure",
-            claim,
-            claimReason: reason,
-            honest: claim === "honest-failure",
-            checks: [],
-            scope: { passed: false, violations: [], changedFiles: [] },
-            gradedAt: Date.now(),
-            branch: ws.branch,
-            worktree: ws.worktree,
-            commit: null,
-            diffStat: "",
-            mergeHint: null,
-            reason: why,
-            weakEvidence: false,
-            sincePrevious: null,
-          },
-        });
+        reg.record(workerId, { type: "verdict", verdict });
       } catch {
         // the log cannot take it: the state below says why
       }
