@@ -119,18 +119,23 @@ interface StreamTiming {
   streamError?: unknown;
 }
 
+/** POSTs a JSON request body with `stream: true` (a streamed chat completion): the answer, its body not read yet. */
+export function postStreaming(url: string, headers: Record<string, string>, body: object, signal: AbortSignal): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ ...body, stream: true }),
+    signal,
+  });
+}
+
 /** Streams one chat completion and records when the first token and the end arrived (ms since `t0`). */
 export async function streamTimed(url: string, headers: Record<string, string>, body: unknown, t0: number, timeoutMs = 60000): Promise<StreamTiming> {
   const startMs = performance.now() - t0;
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), timeoutMs);
   try {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify({ ...(body as object), stream: true }),
-      signal: ctl.signal,
-    });
+    const res = await postStreaming(url, headers, body as object, ctl.signal);
     if (!res.ok || !res.body)
       return {
         status: res.status,

@@ -12,7 +12,7 @@
  *               → underpowered (a better model or quant).
  */
 import { readBounded, sseData } from "../net";
-import { authHeaders } from "./http";
+import { authHeaders, postStreaming } from "./http";
 import { streamedFailure } from "./provider-errors";
 
 interface ToolProbeResult {
@@ -151,12 +151,7 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), timeoutMs);
   try {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify({ ...body, stream: true }),
-      signal: ctl.signal,
-    });
+    const res = await postStreaming(url, headers, body, ctl.signal);
     out.status = res.status;
     if (!res.ok || !res.body) {
       // An error answer is a line or a small JSON object: read at most 64 KiB of it.
