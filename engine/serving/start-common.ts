@@ -5,12 +5,12 @@
  */
 import { SetupError } from "../models";
 import { type SetupFailure, SetupJob, type SetupPhase, type SetupPhaseName, type SetupStartInput } from "../../shared/setup";
-import type { TargetBench } from "../../shared/target";
+import type { Target, TargetBench } from "../../shared/target";
 import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";
 import type { VerifyResult } from "./verify";
 import type { HardwareReport } from "../hardware";
 import type { TargetStore } from "../store";
-import { listServing, type ServingRecord, servingAlive } from "./setup";
+import { finish, listServing, type ServingRecord, servingAlive } from "./setup";
 import { counted } from "../../shared/words";
 
 export interface StartJobOptions {
@@ -245,6 +245,22 @@ export async function benchPhase(
   });
   end(benchLine(b), "done");
   return b;
+}
+
+/** The target saved as verify decided (the engine is its single writer), and the job's result from it. */
+export function saveTarget(c: StartCtx, target: Target, v: VerifyResult, engine: string, bench: TargetBench | null): void {
+  const saved = finish(c.o.store, target, v, { acceptUnderpowered: c.input.acceptUnderpowered });
+  c.job.result = {
+    outcome: v.outcome,
+    saved: saved.saved,
+    active: saved.active,
+    target: saved.target,
+    checks: v.checks,
+    summary: v.summary,
+    observed: { engine, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
+    ms: 0,
+    bench,
+  };
 }
 
 /** The person's yes (the CLI's question), once the plan is known and before anything is downloaded or started. */

@@ -16,9 +16,9 @@ import { stateDir } from "../store";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort } from "./llama-server";
-import { finish, patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { startRuntimeProcess } from "./runtime-process";
-import { benchPhase, classifyLog, confirmPhase, planReplacing, type RunningGroup, type StartCtx, StartError } from "./start-common";
+import { benchPhase, classifyLog, confirmPhase, planReplacing, type RunningGroup, saveTarget, type StartCtx, StartError } from "./start-common";
 import type { TargetBench } from "../../shared/target";
 import type { VerifyResult } from "./verify";
 import { findRuntime, imageFor, installedVersion, versionProblem } from "./runtime-adapters";
@@ -388,7 +388,7 @@ async function placementOtherPhase(c: StartCtx, p: OtherPlan, l: OtherLaunched):
 
 /** record: the target, saved as verify decided, with the benchmark. */
 function recordOtherPhase(c: StartCtx, p: OtherPlan, l: OtherLaunched, v: VerifyResult, bench: TargetBench | null, placementFailed: string | null): void {
-  const { o, input, job } = c;
+  const { job } = c;
   const { runtime, name, slots, ctx } = p;
   const { id, servedName, url, keyFile, logFile } = l;
   const target: Target = {
@@ -403,18 +403,7 @@ function recordOtherPhase(c: StartCtx, p: OtherPlan, l: OtherLaunched, v: Verify
     checks: [],
   };
   if (bench) target.bench = bench;
-  const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
-  job.result = {
-    outcome: v.outcome,
-    saved: saved.saved,
-    active: saved.active,
-    target: saved.target,
-    checks: v.checks,
-    summary: v.summary,
-    observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
-    ms: 0,
-    bench,
-  };
+  saveTarget(c, target, v, runtime, bench);
   if (placementFailed) {
     job.failure = {
       phase: "placement",

@@ -38,7 +38,7 @@ import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { processStartTime } from "../process";
 import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./llama-server";
-import { finish, patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 import { runOtherRuntime } from "./start-runtimes";
 import {
@@ -50,6 +50,7 @@ import {
   type RunningGroup,
   planReplacing,
   runningGroups,
+  saveTarget,
   type StartCtx,
   StartError,
   type StartJobOptions,
@@ -818,7 +819,7 @@ async function placementLlamaPhase(c: StartCtx, plan: LlamaPlan, l: Launched): P
 
 /** record: the target, saved as verify decided (the engine is its single writer); a pool is one target of its replicas. */
 function recordLlamaPhase(c: StartCtx, plan: LlamaPlan, l: Launched, v: VerifyResult, placement: SetupPlacement, bench: TargetBench | null): void {
-  const { o, input, job } = c;
+  const { job } = c;
   const { pick } = plan;
   const { id, alias, servers, replicas, keyFile } = l;
   const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k]!.slots }));
@@ -834,18 +835,7 @@ function recordLlamaPhase(c: StartCtx, plan: LlamaPlan, l: Launched, v: VerifyRe
     checks: [],
     ...(bench ? { bench } : {}),
   };
-  const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
-  job.result = {
-    outcome: v.outcome,
-    saved: saved.saved,
-    active: saved.active,
-    target: saved.target,
-    checks: v.checks,
-    summary: v.summary,
-    observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
-    ms: 0,
-    bench,
-  };
+  saveTarget(c, target, v, "llama.cpp", bench);
   if (!placement.passed) {
     job.failure = {
       phase: "placement",
