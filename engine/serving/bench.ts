@@ -56,6 +56,17 @@ interface One {
   error?: string;
 }
 
+/** A request that failed: no figures, and why. */
+const failed = (error: string): One => ({
+  ok: false,
+  promptTokens: null,
+  completionTokens: null,
+  prefillTps: null,
+  decodeTps: null,
+  fromTimings: false,
+  error,
+});
+
 /** The budget from the environment (seconds; 0 = no benchmark). */
 export function benchBudgetSec(env: NodeJS.ProcessEnv = process.env): number {
   return Math.max(0, config(env).OCW_SETUP_BENCH_SEC);
@@ -123,15 +134,7 @@ async function oneRequest(o: BenchOptions, promptTokens: number, maxTokens: numb
     if (!res.ok || !res.body) {
       // An error answer is read to 64 KiB at most (its first 200 characters are shown).
       const text = (await readBounded(res, `${o.url}/chat/completions`, 64 * 1024).catch(() => "")).slice(0, 200);
-      return {
-        ok: false,
-        promptTokens: null,
-        completionTokens: null,
-        prefillTps: null,
-        decodeTps: null,
-        fromTimings: false,
-        error: `HTTP ${res.status} ${text}`,
-      };
+      return failed(`HTTP ${res.status} ${text}`);
     }
     const counted = (async function* () {
       for await (const b of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -166,15 +169,7 @@ async function oneRequest(o: BenchOptions, promptTokens: number, maxTokens: numb
     }
   } catch (e) {
     const err = e as Error & { cause?: { code?: string } };
-    return {
-      ok: false,
-      promptTokens: null,
-      completionTokens: null,
-      prefillTps: null,
-      decodeTps: null,
-      fromTimings: false,
-      error: ctl.signal.aborted ? String((ctl.signal.reason as Error)?.message ?? "aborted") : (err.cause?.code ?? err.message),
-    };
+    return failed(ctl.signal.aborted ? String((ctl.signal.reason as Error)?.message ?? "aborted") : (err.cause?.code ?? err.message));
   } finally {
     clearTimeout(timer);
     o.signal?.removeEventListener("abort", onAbort);
