@@ -21,17 +21,10 @@ import { config } from "../config";
 import { MIN_AGENT_TOK_PER_SEC } from "../models";
 import { readBounded, sseData } from "../net";
 import { STALE_CONNECTION } from "./http";
+import type { ServedEndpoint } from "./verify";
 
-interface BenchOptions {
-  /** The OpenAI-compatible base URL (…/v1). */
-  url: string;
-  model: string;
-  key: string | null;
-  /** Which runtime answers (llama.cpp, vllm, sglang take `ignore_eos` and `cache_prompt`). */
-  engine: string;
-  slots: number;
-  /** The per-slot context, to keep prompt + answer inside it (null: unknown, 4,096 assumed). */
-  perSlotCtx: number | null;
+/** The endpoint measured (its per-slot context keeps prompt + answer inside it) and how. */
+interface BenchOptions extends ServedEndpoint {
   /** Time budget, seconds (default OCW_SETUP_BENCH_SEC). */
   budgetSec?: number;
   /** Prompt tokens per request (default: 1,024, at most a quarter of the per-slot context). */

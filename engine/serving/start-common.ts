@@ -7,7 +7,7 @@ import { SetupError } from "../models";
 import { type SetupFailure, SetupJob, type SetupPhase, type SetupPhaseName, type SetupStartInput } from "../../shared/setup";
 import type { Target, TargetBench } from "../../shared/target";
 import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";
-import type { VerifyResult } from "./verify";
+import type { ServedEndpoint, VerifyResult } from "./verify";
 import type { HardwareReport } from "../hardware";
 import type { TargetStore } from "../store";
 import { finish, listServing, type ServingRecord, servingAlive } from "./setup";
@@ -218,11 +218,7 @@ type SetupStartInputParsed = ReturnType<typeof SetupStartInput.parse>;
  * input's benchSec); skipped when the budget is 0 or verify found the server unusable. A pool is measured on its first
  * replica (with that replica's slots). Never fails the start: what it could not measure it says.
  */
-export async function benchPhase(
-  c: StartCtx,
-  t: { url: string; model: string; key: string | null; engine: string; slots: number; perSlotCtx: number | null; pooled?: number },
-  v: VerifyResult,
-): Promise<TargetBench | null> {
+export async function benchPhase(c: StartCtx, t: ServedEndpoint & { pooled?: number }, v: VerifyResult): Promise<TargetBench | null> {
   const { begin, end, skip, emit, phase } = c.ops;
   const budget = c.input.benchSec ?? benchBudgetSec();
   if (budget <= 0) {

@@ -43,15 +43,20 @@ export const MIN_SLOT_CTX = OPENCODE_FIRST_REQUEST_TOKENS + FIRST_ANSWER_TOKENS;
 
 export type Outcome = "built" | "underpowered" | "cannot-build";
 
-interface VerifyInput {
+/** The endpoint verify and the benchmark (bench.ts) send their requests to. */
+export interface ServedEndpoint {
   /** OpenAI-compatible base URL (…/v1, or the server root; an API provider's as given, e.g. …/v1beta/openai). */
   url: string;
   model: string;
   key: string | null;
+  /** Which runtime answers (llama.cpp, vllm, sglang, ollama, lmstudio …, or "api" for a provider): what it is asked depends on it. */
   engine: string;
   slots: number;
-  /** Intended context per slot; null = not checked. */
+  /** Intended context per slot; null = unknown (verify does not check it; the benchmark assumes 4,096). */
   perSlotCtx: number | null;
+}
+
+interface VerifyInput extends ServedEndpoint {
   /** llama.cpp-only request extensions allowed (ignore_eos, grammar, chat_template_kwargs). */
   llamaExtensions?: boolean;
   timeoutMs?: number;
