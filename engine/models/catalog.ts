@@ -497,12 +497,12 @@ const RAW_CATALOG: readonly CatalogEntry[] = [
     toolCalling: {
       status: "unverified",
       template: "DeepSeek-V4 chat template (three reasoning modes; Think Max needs ≥ 384k context)",
-      note: "vLLM: --reasoning-parser deepseek_v4 --tool-call-parser deepseek_v4 (vllm.parser.deepseek_v4: <think> + DSML tool calls); SGLang: --reasoning-parser deepseek-v4 (its tool parser name is not confirmed here)",
+      note: "vLLM: --reasoning-parser deepseek_v4 --tool-call-parser deepseek_v4 (vllm.parser.deepseek_v4: <think> + DSML tool calls); SGLang: --reasoning-parser deepseek-v4 --tool-call-parser deepseekv4 (its ToolCallParserEnum and REASONING_PARSER_NAMES at sgl-project/sglang 00828e56 / 0a933a22)",
     },
     unverified: [
       "layers, hidden size, heads and vocab (the spec is a placeholder: vLLM/SGLang plans size its KV as 25 % of the weights)",
       "checkpoint size ≈ 160 GB",
-      "SGLang's tool parser name (vLLM's deepseek_v4 parsers are confirmed by its API docs)",
+      "whether the pinned SGLang v0.5.10.post1 and vLLM v0.20.0 already register the deepseekv4 / deepseek_v4 parsers (confirmed only in newer stored sources)",
       "minimum SGLang version",
     ],
     autoPick: false,
@@ -547,7 +547,7 @@ const RAW_CATALOG: readonly CatalogEntry[] = [
     toolCalling: {
       status: "unverified",
       template: "GLM-5 chat template; reasoning always on (reasoning_effort low / high / max)",
-      note: "GLM-5.1's vLLM recipe uses --tool-call-parser glm47 --reasoning-parser glm45; not confirmed for 5.3-Flash",
+      note: "GLM-5.1's vLLM recipe uses --tool-call-parser glm47 --reasoning-parser glm45 (ocw plans glm47 for GLM-5); not confirmed for 5.3-Flash (newer SGLang has a glm53_flash detector)",
     },
     unverified: [
       "layers, hidden size, heads and vocab (placeholder spec: vLLM/SGLang plans size its KV as 25 % of the weights)",
@@ -673,7 +673,9 @@ export function catalogTensors(e: CatalogEntry, q: CatalogQuant): GgufTensorInfo
  * Qwen3.5 / 3.6 name vLLM ≥ 0.19 and SGLang ≥ 0.5.10), the container image pinned for it, and the parsers that keep
  * its thinking out of `content` and turn its tool calls into OpenAI tool calls. null: the family needs none / no
  * minimum is known. Reasoning parser names: docs.vllm.ai "Reasoning Outputs" (qwen3, glm45, openai_gptoss) and
- * docs.sglang.io "Reasoning Parser" (qwen3, glm45, gpt-oss).
+ * docs.sglang.io "Reasoning Parser" (qwen3, glm45, gpt-oss); all of them, with deepseek_v4 / deepseek-v4, are registered
+ * in vllm-project/vllm vllm/reasoning/__init__.py (commit 0064cc9c) and sgl-project/sglang
+ * python/sglang/srt/parser/reasoning_parser_names.py (commit 0a933a22), newer than the pinned tags (not stored).
  */
 interface RuntimeFamily {
   family: string;

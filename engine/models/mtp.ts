@@ -5,8 +5,11 @@
  * weights carry the head:
  * - llama.cpp: `--spec-type draft-mtp --spec-draft-n-max N` (the pinned build's --help; the GGUF must hold the NextN
  *   layers — a conversion that dropped them cannot use it, so `gguf` is true only for a GGUF repo known to keep them);
- * - vLLM: `--speculative-config {"method":"mtp","num_speculative_tokens":N}` on the maker's safetensors;
- * - SGLang: `--speculative-algorithm NEXTN` with N steps (its MTP path), on the maker's safetensors.
+ * - vLLM: `--speculative-config {"method":"mtp","num_speculative_tokens":N}` on the maker's safetensors ("mtp" is in
+ *   SpeculativeMethod from v0.11.0's docs on; vllm/config/speculative.py (commit 002e77c1) rewrites the per-model names
+ *   such as qwen3_next_mtp to "mtp" with a deprecation warning and maps qwen3_5 / qwen3_5_moe to their MTP heads);
+ * - SGLang: `--speculative-algorithm NEXTN` with N steps (its MTP path; server_args.py turns NEXTN into EAGLE in every
+ *   stored version), on the maker's safetensors.
  * A catalog entry may say it itself (`mtp`); the table below covers the entries whose makers ship the head.
  */
 export interface MtpHead {

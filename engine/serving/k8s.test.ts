@@ -309,6 +309,19 @@ describe("issue 27: one sizer with the planner, FP8 from the catalog, a persiste
     expect(ka[ka.indexOf("--max-num-seqs") + 1]).toBe("4");
     expect(ks.spec.replicas).toBe(2);
   });
+
+  it("parser names in argv are the runtimes' registered ones: GLM-4.7 → glm47 (both), DeepSeek-V4 on SGLang → deepseekv4", async () => {
+    const flag = (args: string[], f: string) => args[args.indexOf(f) + 1];
+    // vLLM tool_parsers/__init__.py and SGLang function_call_parser.py register glm47 apart from glm45 (GLM-4.7 drops the newline)
+    for (const runtime of ["vllm", "sglang"] as const) {
+      const g = await planK8s({ runtime, model: "glm-4.7-flash", node: node("2x80G"), slots: 2 });
+      expect(flag(serverArgs(g).args, "--tool-call-parser")).toBe("glm47");
+      expect(flag(serverArgs(g).args, "--reasoning-parser")).toBe("glm45");
+    }
+    const ds = await planK8s({ runtime: "sglang", model: "deepseek-v4-flash", node: node("4xH200=141G"), slots: 8 });
+    expect(flag(serverArgs(ds).args, "--tool-call-parser")).toBe("deepseekv4");
+    expect(flag(serverArgs(ds).args, "--reasoning-parser")).toBe("deepseek-v4");
+  });
 });
 
 describe("YAML", () => {

@@ -55,14 +55,23 @@ export function findRuntime(
   };
 }
 
-/** The tool-call parser each runtime needs for the model's chat format (OpenCode works through tool calls). */
+/**
+ * The tool-call parser each runtime needs for the model's chat format (OpenCode works through tool calls). Names as
+ * registered: vllm-project/vllm vllm/tool_parsers/__init__.py (_TOOL_PARSERS_TO_REGISTER: openai, mistral, glm45,
+ * glm47, deepseek_v4, qwen3_coder, hermes) and sgl-project/sglang python/sglang/srt/function_call/function_call_parser.py
+ * (ToolCallParserEnum: gpt-oss, mistral, glm45, glm47, deepseekv4, qwen3_coder, qwen25), both read at the index's
+ * newest stored commit (vllm 0064cc9c, sglang 00828e56); the tags' own files were not stored.
+ */
 export function toolParser(runtime: ParallelRuntime, e: CatalogEntry | undefined, repo: string): string {
   const t = `${e?.toolCalling.template ?? ""} ${e?.id ?? ""} ${repo}`.toLowerCase();
   if (/harmony|gpt-oss/.test(t)) return runtime === "vllm" ? "openai" : "gpt-oss";
   if (/mistral|devstral/.test(t)) return "mistral";
+  // GLM-4.7 dropped the newline after the function name (sglang#15333 added glm47 for it; vLLM kept glm45 and glm47
+  // apart until vllm#45915's consolidation, after v0.20): GLM-4.7 and GLM-5 take glm47, GLM-4.5 / 4.6 glm45
+  if (/glm-?(4\.7|5)/.test(t)) return "glm47";
   if (/glm/.test(t)) return "glm45";
-  // vLLM's deepseek_v4 parser reads V4's DSML tool calls (docs.vllm.ai vllm.parser.deepseek_v4)
-  if (/deepseek-v4/.test(t) && runtime === "vllm") return "deepseek_v4";
+  // V4's DSML tool calls: vLLM's deepseek_v4, SGLang's deepseekv4 (DeepSeekV4Detector)
+  if (/deepseek-v4/.test(t)) return runtime === "vllm" ? "deepseek_v4" : "deepseekv4";
   if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t)) return "qwen3_coder";
   return runtime === "vllm" ? "hermes" : "qwen25";
 }

@@ -21,7 +21,13 @@ interface VllmPlan {
   reasoningParser?: string | null;
 }
 
-/** `vllm serve MODEL …`; the key goes in VLLM_API_KEY. */
+/**
+ * `vllm serve MODEL …`; the key goes in VLLM_API_KEY (the server takes `args.api_key or [envs.VLLM_API_KEY]`, the same
+ * from the old api_server.py to v0.31's middleware/register.py). Flag names are EngineArgs' / the OpenAI server's
+ * (vllm-project/vllm vllm/engine/arg_utils.py, vllm/entrypoints/openai/cli_args.py); --kv-cache-dtype's values are
+ * vllm/config/cache.py's CacheDType (auto, fp8, fp8_e4m3, fp8_e5m2 in every version from v0.9.0's docs to commit
+ * 002f10e0). The v0.19.0 tag's own files were not stored in the index: read at newer commits and older tagged docs.
+ */
 export function buildVllmArgs(p: VllmPlan): { cmd: string; args: string[]; keyEnv: string } {
   const a = [
     "serve",
@@ -60,7 +66,14 @@ interface SglangPlan {
   apiKey: string;
 }
 
-/** `python -m sglang.launch_server …` (SGLang takes the key only as --api-key). */
+/**
+ * `python -m sglang.launch_server …` (SGLang takes the key only as --api-key, or an `api-key:` entry of a .yaml
+ * `--config`: server_args_config_parser.py turns keys into flags, older versions as `--api-key`, newer by `-` → `_`).
+ * --max-running-requests is per data-parallel worker without --enable-dp-attention: ModelRunner takes
+ * `server_args.dp_size if server_args.enable_dp_attention else 1` as its dp_size and divides by it
+ * (sgl-project/sglang python/sglang/srt/model_executor/model_runner.py, commit 0005834c; the v0.5.10.post1 tag's own
+ * files were not stored in the index).
+ */
 export function buildSglangArgs(p: SglangPlan): { cmd: string; args: string[] } {
   const a = ["-m", "sglang.launch_server", "--model-path", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port)];
   a.push("--context-length", String(p.contextLength), "--max-running-requests", String(p.maxRunningRequests));
