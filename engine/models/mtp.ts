@@ -38,17 +38,17 @@ export function mtpOf(e: { id: string; mtp?: MtpHead | null }): MtpHead | null {
 }
 
 /** llama-server's words for a model whose GGUF keeps its MTP head; none otherwise. */
-export function llamaMtpArgs(draftTokens: number | undefined): string[] {
+export function llamaMtpArgs(draftTokens: number | null | undefined): string[] {
   return draftTokens ? ["--spec-type", "draft-mtp", "--spec-draft-n-max", String(draftTokens)] : [];
 }
 
 /** vLLM's words for a model whose safetensors carry the head; none otherwise. */
-export function vllmMtpArgs(draftTokens: number | undefined): string[] {
+export function vllmMtpArgs(draftTokens: number | null | undefined): string[] {
   return draftTokens ? ["--speculative-config", JSON.stringify({ method: "mtp", num_speculative_tokens: draftTokens })] : [];
 }
 
 /** SGLang's words (its NEXTN speculative algorithm) for a model whose safetensors carry the head; none otherwise. */
-export function sglangMtpArgs(draftTokens: number | undefined): string[] {
+export function sglangMtpArgs(draftTokens: number | null | undefined): string[] {
   return draftTokens
     ? [
         "--speculative-algorithm",

@@ -9,7 +9,8 @@ import { parseAllDocuments } from "yaml";
 import { afterAll, describe, expect, it } from "vitest";
 import { LLMISVC, validateLlmisvc, validateManifest } from "../../test/fixtures/k8s/validate";
 import { GiB } from "../models/estimate";
-import { proposeParallel } from "./parallel";
+import { commandWords } from "../models/plan";
+import { parallelDevices, proposeParallel } from "./parallel";
 import {
   captureSteps,
   deploymentManifests,
@@ -321,6 +322,70 @@ describe("issue 27: one sizer with the planner, FP8 from the catalog, a persiste
     const ds = await planK8s({ runtime: "sglang", model: "deepseek-v4-flash", node: node("4xH200=141G"), slots: 8 });
     expect(flag(serverArgs(ds).args, "--tool-call-parser")).toBe("deepseekv4");
     expect(flag(serverArgs(ds).args, "--reasoning-parser")).toBe("deepseek-v4");
+  });
+});
+
+describe("MTP: the same speculative-decoding flags as the local vLLM / SGLang start", () => {
+  // the flags from --speculative-… on, each with its value, in order
+  const spec = (args: string[]) => args.flatMap((a, i) => (a.startsWith("--speculative-") ? [a, args[i + 1]!] : []));
+  const local = async (runtime: "vllm" | "sglang", model: string) => {
+    const dev = parallelDevices({
+      gpus: [{ index: 0, vendor: "nvidia", name: "NVIDIA H100 80GB HBM3", totalBytes: 80 * GiB, freeBytes: 80 * GiB }],
+      ram: { freeBytes: 256 * GiB },
+    }).dev;
+    const r = await proposeParallel({ runtime, dev, slots: 4, minCtx: 32768, maxCtxPerSlot: 32768, model, verified: () => false, hub: false });
+    return commandWords(r.pick!.command).args;
+  };
+
+  it("vLLM: Qwen3.6's head (in its safetensors) → --speculative-config method mtp in the Deployment's and KServe's args", async () => {
+    const plan = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("1xH100=80G") });
+    const want = ["--speculative-config", '{"method":"mtp","num_speculative_tokens":2}'];
+    expect(spec(await local("vllm", "qwen3.6-27b"))).toEqual(want);
+    expect(spec(serverArgs(plan).args)).toEqual(want);
+    const [dep] = deploymentManifests(plan, opts("deployment")) as [any];
+    expect(spec(dep.spec.template.spec.containers[0].args)).toEqual(want);
+    expect(validateManifest(dep)).toEqual([]);
+    const ks = kserveManifest(plan, opts("kserve")) as any;
+    expect(spec(ks.spec.template.containers[0].args)).toEqual(want);
+    expect(validateManifest(ks)).toEqual([]);
+    // the JSON survives the YAML
+    const back = parseAllDocuments(toYaml([dep]), { version: "1.1" })[0]!.toJS();
+    expect(spec(back.spec.template.spec.containers[0].args)).toEqual(want);
+  });
+
+  it("SGLang: NEXTN with the head's draft steps, before the wrapper's --config, as argv words (no shell re-quoting)", async () => {
+    const plan = await planK8s({ runtime: "sglang", model: "qwen3.6-27b", node: node("1xH100=80G") });
+    const want = ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "2", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "3"];
+    const words = await local("sglang", "qwen3.6-27b");
+    expect(spec(words)).toEqual(want);
+    const { command, args } = serverArgs(plan);
+    expect(spec(args)).toEqual(want);
+    // after the parsers and before --config, where the local command has them
+    expect(words.slice(words.indexOf("--speculative-algorithm") - 2, words.indexOf("--speculative-algorithm"))).toEqual(["--reasoning-parser", "qwen3"]);
+    expect(args.slice(-want.length - 2)).toEqual(["--reasoning-parser", "qwen3", ...want]);
+    expect(command.at(-2)).toMatch(/exec python3 "\$@" --config/);
+    // through the real wrapper shell: the words reach python3 as they are, then the key's --config
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-k8s-mtp-"));
+    tmp.push(dir);
+    writeFileSync(path.join(dir, "python3"), `#!/bin/sh\nprintf '%s\\n' "$@" > "${dir}/argv"\n`);
+    chmodSync(path.join(dir, "python3"), 0o755);
+    execFileSync(command[0]!, [...command.slice(1), ...args], { env: { PATH: `${dir}:/usr/bin:/bin`, OCW_API_KEY: "k" } });
+    expect(
+      readFileSync(path.join(dir, "argv"), "utf8")
+        .trim()
+        .split("\n")
+        .slice(-want.length - 2),
+    ).toEqual([...want, "--config", "/tmp/ocw-sglang.yaml"]);
+    expect(plan.mtpDraft).toBe(2);
+    expect(plan.reason).toMatch(/MTP head \(2 draft tokens a step\)/);
+  });
+
+  it("a model without a head gets none: gpt-oss on vLLM and SGLang", async () => {
+    for (const runtime of ["vllm", "sglang"] as const) {
+      const plan = await planK8s({ runtime, model: "gpt-oss-20b", node: node("1xH100=80G") });
+      expect(spec(serverArgs(plan).args)).toEqual([]);
+      expect(spec(await local(runtime, "gpt-oss-20b"))).toEqual([]);
+    }
   });
 });
 

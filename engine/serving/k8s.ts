@@ -27,7 +27,9 @@ import {
   servedBy,
   SetupError,
   type SetupErrorData,
+  sglangMtpArgs,
   sizeParallel,
+  vllmMtpArgs,
 } from "../models";
 import { catalogModels } from "./parallel";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
@@ -98,6 +100,12 @@ interface K8sPlan {
   toolCallParser: string;
   /** The family's reasoning parser (thinking out of `content`), or null. */
   reasoningParser: string | null;
+  /**
+   * Tokens the model's own MTP head drafts a step (speculative decoding), from the planner's model (`catalogModels`:
+   * the catalog says the safetensors carry the head, engine/models/mtp.ts) — the same as the local vLLM / SGLang
+   * start's; null: no speculative flags.
+   */
+  mtpDraft: number | null;
   reason: string;
 }
 
@@ -196,10 +204,12 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
       dtype: m.dtype,
       toolCallParser: parser,
       reasoningParser: m.reasoningParser ?? reasoningParser(o.runtime, e, repo),
+      mtpDraft: m.mtpDraft ?? null,
       reason:
         `${repo} (${gib(m.weightsBytes)} of weights${src}) + ${kvNote} for ${counted(p.perRank, "sequence")} × ${ctx} tokens per rank` +
         ` over tensor parallel ${p.tp}: ${gib(p.needPerGpu)} per GPU of ${gib(o.node.gpuBytes)} (${o.node.gpuName})` +
         `${p.dp > 1 ? `; data parallel ${p.dp} (${p.tp * p.dp} GPUs per pod, ${p.perRank} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}` +
+        (m.mtpDraft ? `; speculative decoding with the model's own MTP head (${m.mtpDraft} draft tokens a step)` : "") +
         " (sized by the planner's sizer, as ocw fit --runtime vllm|sglang)",
     };
   };
@@ -334,7 +344,11 @@ export function serverArgs(plan: K8sPlan): { command: string[]; args: string[] }
       toolCallParser: plan.toolCallParser,
       reasoningParser: plan.reasoningParser,
     });
-    return { command: ["vllm"], args: [...b.args, ...(plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : [])] };
+    return {
+      command: ["vllm"],
+      // speculative decoding with the model's own MTP head, where the plan has one (as the local start: parallel.ts)
+      args: [...b.args, ...(plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : []), ...vllmMtpArgs(plan.mtpDraft)],
+    };
   }
   const b = buildSglangArgs({
     model: plan.model,
@@ -355,6 +369,8 @@ export function serverArgs(plan: K8sPlan): { command: string[]; args: string[] }
     "--tool-call-parser",
     plan.toolCallParser,
     ...(plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []),
+    // argv words as the rest ("$@" in the wrapper below), before its --config as in the local command
+    ...sglangMtpArgs(plan.mtpDraft),
   ];
   // SGLang reads a key only from --api-key or a --config file: the key goes from the environment into a private file
   // (printf is a shell builtin: the key is in no process's argv), then SGLang replaces the shell.
@@ -512,6 +528,7 @@ export function kserveManifest(plan: K8sPlan, o: ManifestOptions): Obj {
               "--tool-call-parser",
               plan.toolCallParser,
               ...(plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []),
+              ...vllmMtpArgs(plan.mtpDraft),
             ],
             env: keyEnv(plan, o),
             resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel }),
