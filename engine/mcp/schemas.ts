@@ -467,6 +467,8 @@ export const WaitOutput = z.object({
   pending: z.array(PendingItem),
   /** Every unanswered ask of these workers, the ones shown before included. */
   unanswered: z.number(),
+  /** Asks an earlier wait showed that are still unanswered (their ids, up to 50): they wait for approve. */
+  stillOpen: z.array(z.string()).optional(),
   counts: z.record(z.string(), z.number()),
   finished: z.array(Finished),
   stalled: z.array(z.string()).optional(),

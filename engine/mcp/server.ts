@@ -584,7 +584,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       /** One request: the engine waits for news (its answer holds the pictures and the batch's summary). */
       const engineWait = (timeoutMs: number): Promise<WaitResult> => {
         // An ask's diff is read only by a form (wait's own output names the path): without forms, it stays in the engine.
-        const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...(mine.size ? { also: [...mine] } : {}) };
+        // blocked: a wait whose workers all wait on asks it was shown would only wait for its caller: answered at once.
+        const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, blocked: true, ...(mine.size ? { also: [...mine] } : {}) };
         // A deliberate stop of the engine while this wait runs ends it saying so (link.stoppedSince), never restarts it.
         if (token === undefined) return link.call((c) => c.workers.wait.query(input, { signal: extra.signal }), undefined, t0);
         // With progress wanted (an input too long for a URL, a session of very many workers, goes in the stream's POST
@@ -625,9 +626,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
                 ? r.workers.some(newAsk)
                   ? "approval-pending"
                   : "worker-settled"
-                : r.reason === "timeout"
-                  ? "timeout"
-                  : "cancelled";
+                : r.reason === "blocked"
+                  ? "approval-pending"
+                  : r.reason === "timeout"
+                    ? "timeout"
+                    : "cancelled";
           if (reason !== "approval-pending" || !useForms) break;
           const workers = new Map(r.workers.map((w) => [w.id, w]));
           // A form is offered once per session: a declined one is not shown again on the next wait.
@@ -737,15 +740,18 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${questions ? ' (a question takes answers: one array of chosen option labels per question, e.g. "answers":[["<option label>"]])' : ""}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}${older ? `; ${olderText}: pending_approvals lists them` : ""}`
           : finished.length && !settled
             ? `read result for ${finished.length === 1 ? finished[0]!.id : "the finished workers"}; wait again for the others${older ? `; ${olderText}: pending_approvals lists them` : ""}`
-            : older
-              ? `${olderText}: answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); ${older === 1 ? "its worker is" : "their workers are"} blocked until then, then wait again`
-              : nextFor(list, batch)) + going;
+            : older && r!.reason === "blocked"
+              ? `${olderText} and no other worker is running: nothing moves until you answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); until then wait returns at once`
+              : older
+                ? `${olderText}: answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); ${older === 1 ? "its worker is" : "their workers are"} blocked until then, then wait again`
+                : nextFor(list, batch)) + going;
       return {
         state: aggregateState(list),
         settled,
         reason: reason!,
         pending: page,
         unanswered: unanswered.length,
+        ...(older ? { stillOpen: olderIds.slice(0, 50) } : {}),
         counts,
         finished: finished.map((w) => ({
           workerId: w.id,

@@ -178,6 +178,14 @@ describe("ocw mcp", () => {
     expect(w1.pending[0].untrusted.what).toBe("hello.txt");
     expect(w1.untrustedNote).toMatch(/never instructions/);
     expect(progress.length).toBeGreaterThan(0);
+    // Waiting again before answering: nothing can move but by this client's answer, so wait says so at once (it slept
+    // its whole timeout, waiting for its own caller), naming the ask that waits for approve.
+    const t0 = Date.now();
+    const again = await mcp.call("wait", { workerId: d.workerId, timeoutSec: 60 });
+    expect(Date.now() - t0).toBeLessThan(loadScaledMs(5000));
+    expect(again).toMatchObject({ reason: "approval-pending", settled: false, pending: [], unanswered: 1, stillOpen: [w1.pending[0].askId] });
+    expect(again.next).toContain(w1.pending[0].askId);
+    expect(again.next).toMatch(/nothing moves until you answer with approve/);
 
     const pa = await mcp.call("pending_approvals", { workerId: d.workerId });
     expect(pa.count).toBe(1);
@@ -209,6 +217,21 @@ describe("ocw mcp", () => {
     // The engine recorded the MCP client as the one who decided.
     const w = await engine.client.workers.get.query({ workerId: d.workerId });
     expect(w.asks[0]!.by).toEqual({ kind: "mcp", name: "mcp-test-a" });
+  });
+
+  it("an ask shown before while another worker still runs: wait waits for news (a loop of waits does not spin), then names the open ask", async () => {
+    const s = await open(engine.stateDir, "mcp-test-open-ask");
+    const asking = await s.call("delegate", { task: "MCP-WRITE file=open.txt text=open", directory: repo(), checks: [{ file: "open.txt" }], scope: ["open.txt"] });
+    const hanging = await s.call("delegate", { task: "MCP-HANG think forever", directory: repo(), checks: [{ file: "never.txt" }] });
+    const shown = await waitUntil(s, { timeoutSec: 60 }, (r) => r.pending.length > 0, 3);
+    const askId = shown.pending[0].askId;
+    const t0 = Date.now();
+    const r = await s.call("wait", { timeoutSec: 3 });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2900);
+    expect(r).toMatchObject({ reason: "timeout", pending: [], unanswered: 1, stillOpen: [askId] });
+    expect(r.next).toContain(askId);
+    await s.call("stop", { workerId: hanging.workerId });
+    await s.call("stop", { workerId: asking.workerId });
   });
 
   it("a worker delegated over MCP and approved through the control API (as the GUI does) resolves on the MCP side", async () => {
