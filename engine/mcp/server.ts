@@ -1148,7 +1148,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         caveats: v?.caveats ?? [],
         untrusted: {
           claimReason: v?.claimReason ? visibleCut(u(v.claimReason, 2000), 4000) : null,
-          reason: w.stateReason ? visibleCut(u(w.stateReason, 500), 2000) : null,
+          // The engine's failure summary when it is the verdict's own reason (a no-op): said once, in verdictReason.
+          reason: w.stateReason && w.stateReason !== v?.reason ? visibleCut(u(w.stateReason, 500), 2000) : null,
           violations: within(
             (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
             6000,
