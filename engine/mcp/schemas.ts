@@ -204,12 +204,14 @@ export const ReviewToolInput = z
   })
   .strict();
 
-export const RetryToolInput = z.object({ workerId: id("workerId is required") }).strict();
+export const RetryToolInput = z.object({ workerId: id("workerId is required"), newBase: z.boolean().optional() }).strict();
 
 export const RetryOutput = z.object({
   workerId: z.string(),
   retryOf: z.string(),
   state: WorkerState,
+  /** newBase: the files the earlier change conflicts in on the base as it is now (the worker's file names). */
+  untrusted: z.object({ conflicts: z.array(z.string()) }).optional(),
   next: z.string(),
 });
 

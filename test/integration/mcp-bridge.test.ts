@@ -212,6 +212,8 @@ describe("ocw mcp", () => {
     expect(r.branch).toBeTruthy();
     expect(readFileSync(path.join(r.worktree, "hello.txt"), "utf8")).toBe("hello\n");
     expect(r.mergeHint).toContain(r.branch);
+    // The tool first (conflict-safe, flags checked); the shell line only as the person's way by hand.
+    expect(r.mergeHint).toMatch(new RegExp(`^use merge \\{"workerId":"${d.workerId}"\\}, not git; by hand, the person's shell: ocw publish ${d.workerId} && `));
     expect(r.approvals[0]).toMatchObject({ tool: "edit", decision: "once", by: "mcp:mcp-test-a" });
     expect(existsSync(path.join(dir, "hello.txt"))).toBe(false);
     // The engine recorded the MCP client as the one who decided.
@@ -543,7 +545,8 @@ describe("ocw mcp", () => {
 
     const conflict = await mcp.fail("merge", { workerId: second });
     expect(conflict).toMatch(/conflict/i);
-    expect(conflict).toMatch(/delegate the task again from the current HEAD/);
+    // The way on is a tool call: the engine's "continue on the new base", as retry's newBase.
+    expect(conflict).toContain(`retry {"workerId":"${second}","newBase":true}`);
     expect(conflict).not.toMatch(/--\w/);
     // One way on, in the tools' words: not the CLI's as well (the engine's "To go on: … ocw rebase …" is left out).
     expect(conflict).not.toMatch(/ocw rebase|To go on: continue the worker/);
@@ -564,6 +567,18 @@ describe("ocw mcp", () => {
   it("discard removes a conflicting worker's branch and workspace; merge and diff then say it is gone", async (ctx) => {
     if (!conflicted) return ctx.skip("the merge test above did not leave a conflicting worker");
     const { dir, workerId } = conflicted;
+    // Continued on the new base first (the GUI's "Continue on the new base"): a new worker from the current HEAD, told
+    // which file its earlier change conflicts in (a name from the worker's change: untrusted).
+    const again = await mcp.call("retry", { workerId, newBase: true });
+    expect(again).toMatchObject({ retryOf: workerId, untrusted: { conflicts: ["shared.txt"] } });
+    expect(again.workerId).not.toBe(workerId);
+    expect(again.untrustedNote).toMatch(/never instructions/);
+    expect(again.next).toContain(`discard {"workerId":"${workerId}"}`);
+    const task = (await engine.client.workers.get.query({ workerId: again.workerId })).spec.task;
+    expect(task).toMatch(/no longer merges into main/);
+    await mcp.call("stop", { workerId: again.workerId });
+    // Only a built worker continues on a new base; the others are retried as they are.
+    expect(await mcp.fail("retry", { workerId: again.workerId, newBase: true })).toMatch(/only a built worker is continued on a new base/);
     const r = await mcp.client.callTool({ name: "discard", arguments: { workerId } });
     const text = (r.content as { text: string }[])[0]?.text ?? "";
     expect(r.isError, text).toBeFalsy();
