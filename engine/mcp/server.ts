@@ -1058,15 +1058,26 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async ({ workerId, newBase }) => {
       // newBase: the engine's "continue on the new base" (the GUI's button): the task again from the base branch as it
       // is now, told which files its earlier change conflicts in.
-      const r = newBase ? await call((c) => c.workers.onNewBase.mutate({ workerId })) : await call((c) => c.workers.retry.mutate({ workerId }));
+      const r: { workerId: string; retryOf: string; files?: string[] } = newBase
+        ? await call((c) => c.workers.onNewBase.mutate({ workerId }))
+        : await call((c) => c.workers.retry.mutate({ workerId }));
       mine.add(r.workerId);
       const w = await call((c) => c.workers.get.query({ workerId: r.workerId }));
-      const files = "files" in r ? r.files : null;
+      const files = r.files ?? null;
       return {
         workerId: r.workerId,
         retryOf: r.retryOf,
         state: w.state,
-        ...(files ? { untrusted: { conflicts: within(files.slice(0, 50).map((f) => untrustedText(f, 300)), 4000) } } : {}),
+        ...(files
+          ? {
+              untrusted: {
+                conflicts: within(
+                  files.slice(0, 50).map((f) => untrustedText(f, 300)),
+                  4000,
+                ),
+              },
+            }
+          : {}),
         next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}${newBase ? `, merge it, and discard {"workerId":"${workerId}"} (the earlier worker stays until then)` : ""}`,
       };
     },
@@ -1189,7 +1200,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         // is the person's way by hand. Nothing once merged or discarded.
         mergeHint:
           v?.mergeHint && !w.merged && !isDiscarded(w)
-            ? `use merge {"workerId":"${w.id}"${w.baseBranch ? "" : ',"publish":true'}}${v.flags?.length ? ' (acceptFlagged only on the person\'s yes)' : ""}, not git; by hand, the person's shell: ${v.mergeHint}`
+            ? `use merge {"workerId":"${w.id}"${w.baseBranch ? "" : ',"publish":true'}}${v.flags?.length ? " (acceptFlagged only on the person's yes)" : ""}, not git; by hand, the person's shell: ${v.mergeHint}`
             : null,
         merged: w.merged,
         flagged: v?.flags?.length ?? 0,

@@ -223,7 +223,12 @@ describe("ocw mcp", () => {
 
   it("an ask shown before while another worker still runs: wait waits for news (a loop of waits does not spin), then names the open ask", async () => {
     const s = await open(engine.stateDir, "mcp-test-open-ask");
-    const asking = await s.call("delegate", { task: "MCP-WRITE file=open.txt text=open", directory: repo(), checks: [{ file: "open.txt" }], scope: ["open.txt"] });
+    const asking = await s.call("delegate", {
+      task: "MCP-WRITE file=open.txt text=open",
+      directory: repo(),
+      checks: [{ file: "open.txt" }],
+      scope: ["open.txt"],
+    });
     const hanging = await s.call("delegate", { task: "MCP-HANG think forever", directory: repo(), checks: [{ file: "never.txt" }] });
     const shown = await waitUntil(s, { timeoutSec: 60 }, (r) => r.pending.length > 0, 3);
     const askId = shown.pending[0].askId;
@@ -308,9 +313,10 @@ describe("ocw mcp", () => {
     expect(w.pending).toHaveLength(1);
     expect(w.answeredInForm ?? []).toEqual([]);
     // elicit:false skips the form; the explicit tool still answers.
-    // The next wait is not the same news again: no second form, no repeated ask; it says one is still unanswered.
+    // The next wait is not the same news again: no second form, no repeated ask; it says one is still unanswered, at
+    // once (nothing else runs: only an answer moves the worker).
     const again = await e.call("wait", { workerId: d.workerId, elicit: false, timeoutSec: 3 });
-    expect(again).toMatchObject({ reason: "timeout", pending: [], unanswered: 1 });
+    expect(again).toMatchObject({ reason: "approval-pending", pending: [], unanswered: 1, stillOpen: [w.pending[0].askId] });
     expect(again.next).toMatch(/1 ask shown before is still unanswered/);
     // A declined form is not offered again by a later wait of the same session.
     await e.call("wait", { workerId: d.workerId, timeoutSec: 2 });
