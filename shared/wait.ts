@@ -32,6 +32,11 @@ export const WaitInput = z
     diffs: z.boolean().default(true),
     /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
     also: ids("also").optional(),
+    /**
+     * Also answer at once (reason "blocked") when each followed worker not at rest waits only on asks in shownAsks:
+     * nothing moves until the caller answers them. Not set: such a wait runs to its time (a form waits for its ask).
+     */
+    blocked: z.boolean().optional(),
   })
   .strict()
   .refine((x) => !x.workerIds !== !x.batchId, { message: "give workerIds or batchId (one of them)" });
@@ -71,8 +76,11 @@ export function slimBatch(b: BatchSummary): WaitBatch {
 export const WaitResult = z.object({
   /** The workers waited on (a batch's as they were when the wait began to follow them). */
   workerIds: z.array(z.string()),
-  /** settled: every one at rest; news: a new ask or a worker finished since; timeout; aborted: the request was cancelled. */
-  reason: z.enum(["settled", "news", "timeout", "aborted"]),
+  /**
+   * settled: every one at rest; news: a new ask or a worker finished since; blocked (asked for): each one not at rest
+   * waits on an ask the caller was shown; timeout; aborted: the request was cancelled.
+   */
+  reason: z.enum(["settled", "news", "blocked", "timeout", "aborted"]),
   workers: z.array(WaitWorker),
   batch: WaitBatch.nullable(),
   also: z.array(WaitWorker),

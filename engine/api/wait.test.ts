@@ -290,6 +290,40 @@ describe("waitForNews", () => {
     }
   });
 
+  it("blocked: answers at once when each worker not at rest waits only on asks the caller was shown (nothing moves until it answers)", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const b = r.create("w-b");
+    r.ask(a, "per-1");
+    r.finish(b);
+    const t0 = Date.now();
+    const got = await waitForNews(r.src, input({ workerIds: [a, b], shownAsks: ["per-1"], shownFinished: [b], blocked: true, timeoutMs: 5_000 }));
+    expect(got.reason).toBe("blocked");
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    expect(got.workers[0]!.asks.map((x) => x.id)).toEqual(["per-1"]);
+    expect(r.listeners()).toBe(0);
+    // Without the flag (a form's watch waits for that very ask to go): the wait runs to its timeout, as before.
+    expect(await waitForNews(r.src, input({ workerIds: [a, b], shownAsks: ["per-1"], shownFinished: [b], timeoutMs: 30 }))).toMatchObject({
+      reason: "timeout",
+    });
+  });
+
+  it("blocked: another worker still running may bring news, so the wait waits for it (a client calling wait in a loop does not spin)", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const b = r.create("w-b");
+    r.ask(a, "per-1");
+    const slow = await waitForNews(r.src, input({ workerIds: [a, b], shownAsks: ["per-1"], blocked: true, timeoutMs: 40 }));
+    expect(slow.reason).toBe("timeout");
+    const p = waitForNews(r.src, input({ workerIds: [a, b], shownAsks: ["per-1"], blocked: true, timeoutMs: 60_000 }));
+    await tick();
+    r.finish(b);
+    // Its finish is news; the open ask is in the picture for the caller to name.
+    const got = await p;
+    expect(got.reason).toBe("news");
+    expect(got.workers.find((w) => w.id === a)!.asks.map((x) => x.id)).toEqual(["per-1"]);
+  });
+
   it("a cancelled request ends the wait at once and lets go of the bus", async () => {
     const r = rig();
     const a = r.create("w-a");

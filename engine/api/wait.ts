@@ -94,11 +94,13 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
       const w = src.get(id);
       return n + pendingAsks(w).filter((a) => !shownAsks.has(a.id)).length + (isAtRest(w.state) && !shownFinished.has(w.id) ? 1 : 0);
     }, 0);
-  const outcome = (): "settled" | "news" | null => {
+  const outcome = (): "settled" | "news" | "blocked" | null => {
     const ws = ids.map((id) => src.get(id));
     if (ws.every((w) => isAtRest(w.state))) return "settled";
     if (news() > 0) return "news";
     if (input.untilGone && !ws.some((w) => pendingAsks(w).some((a) => a.id === input.untilGone))) return "news";
+    // Every worker still going waits on an ask the caller was shown: only its answer (or a person's) moves them.
+    if (input.blocked && ws.every((w) => isAtRest(w.state) || (w.state === "waiting-approval" && pendingAsks(w).length > 0))) return "blocked";
     return null;
   };
   // Whether a followed worker may bring news within a gathering window: one at work on the model, or being graded.
@@ -127,7 +129,7 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
 function follow(
   src: WaitSource,
   followed: Set<string>,
-  seen: { outcome: () => "settled" | "news" | null; news: () => number; moving: () => boolean },
+  seen: { outcome: () => "settled" | "news" | "blocked" | null; news: () => number; moving: () => boolean },
   deadline: number,
   opts: WaitOptions,
 ): Promise<WaitResult["reason"]> {

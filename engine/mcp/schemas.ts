@@ -204,12 +204,14 @@ export const ReviewToolInput = z
   })
   .strict();
 
-export const RetryToolInput = z.object({ workerId: id("workerId is required") }).strict();
+export const RetryToolInput = z.object({ workerId: id("workerId is required"), newBase: z.boolean().optional() }).strict();
 
 export const RetryOutput = z.object({
   workerId: z.string(),
   retryOf: z.string(),
   state: WorkerState,
+  /** newBase: the files the earlier change conflicts in on the base as it is now (the worker's file names). */
+  untrusted: z.object({ conflicts: z.array(z.string()) }).optional(),
   next: z.string(),
 });
 
@@ -467,6 +469,8 @@ export const WaitOutput = z.object({
   pending: z.array(PendingItem),
   /** Every unanswered ask of these workers, the ones shown before included. */
   unanswered: z.number(),
+  /** Asks an earlier wait showed that are still unanswered (their ids, up to 50): they wait for approve. */
+  stillOpen: z.array(z.string()).optional(),
   counts: z.record(z.string(), z.number()),
   finished: z.array(Finished),
   stalled: z.array(z.string()).optional(),

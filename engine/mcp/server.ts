@@ -195,7 +195,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Setup status",
       description:
-        "Is opencode-worker ready? The active target (model, endpoint, slots), whether it answers, slots free, pending approvals, hardware, and gui (the dashboard URL). Call it first; if not ready, follow next (the model-setup skill walks a person through setup).",
+        "Is opencode-worker ready? The active target (model, endpoint, slots), whether it answers, slots free, pending approvals, hardware, gui (the dashboard URL). Call it first; if not ready, follow next (the model-setup skill).",
       input: S.EmptyInput,
       output: S.SetupStatusOutput,
       readOnly: true,
@@ -584,7 +584,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       /** One request: the engine waits for news (its answer holds the pictures and the batch's summary). */
       const engineWait = (timeoutMs: number): Promise<WaitResult> => {
         // An ask's diff is read only by a form (wait's own output names the path): without forms, it stays in the engine.
-        const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...(mine.size ? { also: [...mine] } : {}) };
+        // blocked: a wait whose workers all wait on asks it was shown would only wait for its caller: answered at once.
+        const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, blocked: true, ...(mine.size ? { also: [...mine] } : {}) };
         // A deliberate stop of the engine while this wait runs ends it saying so (link.stoppedSince), never restarts it.
         if (token === undefined) return link.call((c) => c.workers.wait.query(input, { signal: extra.signal }), undefined, t0);
         // With progress wanted (an input too long for a URL, a session of very many workers, goes in the stream's POST
@@ -625,9 +626,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
                 ? r.workers.some(newAsk)
                   ? "approval-pending"
                   : "worker-settled"
-                : r.reason === "timeout"
-                  ? "timeout"
-                  : "cancelled";
+                : r.reason === "blocked"
+                  ? "approval-pending"
+                  : r.reason === "timeout"
+                    ? "timeout"
+                    : "cancelled";
           if (reason !== "approval-pending" || !useForms) break;
           const workers = new Map(r.workers.map((w) => [w.id, w]));
           // A form is offered once per session: a declined one is not shown again on the next wait.
@@ -737,15 +740,18 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${questions ? ' (a question takes answers: one array of chosen option labels per question, e.g. "answers":[["<option label>"]])' : ""}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}${older ? `; ${olderText}: pending_approvals lists them` : ""}`
           : finished.length && !settled
             ? `read result for ${finished.length === 1 ? finished[0]!.id : "the finished workers"}; wait again for the others${older ? `; ${olderText}: pending_approvals lists them` : ""}`
-            : older
-              ? `${olderText}: answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); ${older === 1 ? "its worker is" : "their workers are"} blocked until then, then wait again`
-              : nextFor(list, batch)) + going;
+            : older && r!.reason === "blocked"
+              ? `${olderText} and no other worker is running: nothing moves until you answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); until then wait returns at once`
+              : older
+                ? `${olderText}: answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); ${older === 1 ? "its worker is" : "their workers are"} blocked until then, then wait again`
+                : nextFor(list, batch)) + going;
       return {
         state: aggregateState(list),
         settled,
         reason: reason!,
         pending: page,
         unanswered: unanswered.length,
+        ...(older ? { stillOpen: olderIds.slice(0, 50) } : {}),
         counts,
         finished: finished.map((w) => ({
           workerId: w.id,
@@ -864,7 +870,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Answer an approval",
       description:
-        'Answer a pending ask by askId: "once" allows this request, "always" also the exact simple commands in the ask\'s always list for the rest of the worker\'s run (each matched exactly, never joined to anything else; not offered where alwaysWhy says why), "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch\'s in-scope edits alike. Allow what the task needs; reject anything outside it.',
+        'Answer a pending ask by askId: "once" allows it, "always" also the exact simple commands in its always list for the rest of the worker\'s run (each matched exactly, alone; not offered where alwaysWhy says why), "reject" refuses it (message: why, what instead). A question takes answers. {batchId, decision:"once"} answers a batch\'s in-scope edits alike. Allow what the task needs; reject the rest.',
       input: S.ApproveInput,
       output: S.ApproveOutput,
       pre: (raw) => answersProblem(raw.answers),
@@ -1044,19 +1050,35 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "retry",
     {
       title: "Retry a worker's task from scratch",
-      description: "Redo a not-built worker's task (honest-failure, stopped, interrupted or errored) as a new worker.",
+      description:
+        "Redo a not-built worker's task (honest-failure, stopped, interrupted or errored) as a new worker. newBase: a built one whose merge conflicts, from the current HEAD.",
       input: S.RetryToolInput,
       output: S.RetryOutput,
     },
-    async ({ workerId }) => {
-      const r = await call((c) => c.workers.retry.mutate({ workerId }));
+    async ({ workerId, newBase }) => {
+      // newBase: the engine's "continue on the new base" (the GUI's button): the task again from the base branch as it
+      // is now, told which files its earlier change conflicts in.
+      const r: { workerId: string; retryOf: string; files?: string[] } = newBase
+        ? await call((c) => c.workers.onNewBase.mutate({ workerId }))
+        : await call((c) => c.workers.retry.mutate({ workerId }));
       mine.add(r.workerId);
       const w = await call((c) => c.workers.get.query({ workerId: r.workerId }));
+      const files = r.files ?? null;
       return {
         workerId: r.workerId,
         retryOf: r.retryOf,
         state: w.state,
-        next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}`,
+        ...(files
+          ? {
+              untrusted: {
+                conflicts: within(
+                  files.slice(0, 50).map((f) => untrustedText(f, 300)),
+                  4000,
+                ),
+              },
+            }
+          : {}),
+        next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}${newBase ? `, merge it, and discard {"workerId":"${workerId}"} (the earlier worker stays until then)` : ""}`,
       };
     },
   );
@@ -1142,7 +1164,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         caveats: v?.caveats ?? [],
         untrusted: {
           claimReason: v?.claimReason ? visibleCut(u(v.claimReason, 2000), 4000) : null,
-          reason: w.stateReason ? visibleCut(u(w.stateReason, 500), 2000) : null,
+          // The engine's failure summary when it is the verdict's own reason (a no-op): said once, in verdictReason.
+          reason: w.stateReason && w.stateReason !== v?.reason ? visibleCut(u(w.stateReason, 500), 2000) : null,
           violations: within(
             (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
             6000,
@@ -1173,7 +1196,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         branch: w.branch,
         worktree: w.worktree,
         baseBranch: w.baseBranch,
-        mergeHint: v?.mergeHint ?? null,
+        // Claude merges with the tool (conflict-safe, refuses flagged files without the person's yes); the shell line
+        // is the person's way by hand. Nothing once merged or discarded.
+        mergeHint:
+          v?.mergeHint && !w.merged && !isDiscarded(w)
+            ? `use merge {"workerId":"${w.id}"${w.baseBranch ? "" : ',"publish":true'}}${v.flags?.length ? " (acceptFlagged only on the person's yes)" : ""}, not git; by hand, the person's shell: ${v.mergeHint}`
+            : null,
         merged: w.merged,
         flagged: v?.flags?.length ?? 0,
         discarded: isDiscarded(w),
@@ -1348,7 +1376,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           throw new ToolError(
             // The engine's message without its own way on (CLI commands): this one says how to go on with the tools. The
             // engine names the files as a marked list: said once, as such (else its whole message, marked).
-            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} ${conflictFilesOf(msg) ?? `conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg.split(" To go on: ")[0]!, 800))})`}. To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`,
+            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} ${conflictFilesOf(msg) ?? `conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg.split(" To go on: ")[0]!, 800))})`}. To go on: retry {"workerId":"${w.id}","newBase":true} (its task again from the current HEAD, told which files conflict), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`,
           );
         throw err;
       }

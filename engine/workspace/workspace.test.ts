@@ -309,6 +309,45 @@ describe("publishing a graded commit", () => {
     });
     expect(readFileSync(path.join(r, "hint.txt"), "utf8")).toBe("hint\n");
   });
+
+  it("the person's base branch is quoted for the shell, and one that begins with a dash is not read as an option", () => {
+    // Names git takes for a branch (update-ref; `git branch` refuses a leading dash, other tools may not): the hint
+    // must run as printed, run nothing a name holds, and land on that branch.
+    let ran = 0;
+    for (const base of ["-dash", "a$(touch pwned)b", "q'u`o"]) {
+      const r = committedRepo(path.join(tmp, `base ${n++}`));
+      const ok = (() => {
+        try {
+          g(r, "update-ref", `refs/heads/${base}`, "HEAD");
+          return true;
+        } catch {
+          return false;
+        }
+      })();
+      if (!ok) continue;
+      g(r, "checkout", "-q", "-b", "ocw/w-base");
+      writeFileSync(path.join(r, "base.txt"), "base\n");
+      g(r, "add", "base.txt");
+      g(r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "worker");
+      g(r, "checkout", "-q", "main");
+      const hint = mergeHint({ repo: r, branch: "ocw/w-base", baseBranch: base });
+      execFileSync("sh", ["-c", hint.slice("ocw publish w-base && ".length)], {
+        cwd: tmp,
+        stdio: "pipe",
+        env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t", GIT_MERGE_AUTOEDIT: "no" },
+      });
+      expect(g(r, "symbolic-ref", "--short", "HEAD").trim()).toBe(base);
+      expect(readFileSync(path.join(r, "base.txt"), "utf8")).toBe("base\n");
+      expect(existsSync(path.join(tmp, "pwned"))).toBe(false);
+      ran++;
+    }
+    expect(ran).toBeGreaterThanOrEqual(2);
+  });
+
+  it("names only the engine's own branch: a branch that is not ocw/<worker id> is refused, not printed", () => {
+    expect(() => mergeHint({ repo: "/r", branch: "ocw/w-1;rm -rf ~", baseBranch: "main" })).toThrow(/not a worker branch/);
+    expect(mergeHint({ repo: "/r", branch: "ocw/w-1", baseBranch: "main" })).toBe("ocw publish w-1 && cd /r && git checkout main && git merge --no-ff ocw/w-1");
+  });
 });
 
 describe("each private repository is an opencode project of its own", () => {

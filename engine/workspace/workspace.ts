@@ -1839,12 +1839,17 @@ async function copyWhole(src: string, dest: string): Promise<void> {
  * nothing into the user's repository: `ocw publish <id>` brings exactly the graded commit as branch `ocw/<id>`).
  */
 export function mergeHint(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">): string {
-  const id = ws.branch.replace(/^ocw\//, "");
+  // The worker's branch is the engine's own name (ocw/<worker id>); a worker names nothing here. The repository's path
+  // and the base branch are the person's.
+  const id = /^ocw\/([\w.-]+)$/.exec(ws.branch)?.[1];
+  if (!id) throw new Error(`${JSON.stringify(ws.branch)} is not a worker branch (ocw/<worker id>)`);
   // Printed to be pasted into a shell: a path with spaces or quotes (or a branch name with `$`) is quoted.
   const q = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
   if (!ws.baseBranch)
     return `ocw publish ${id} && cd ${q(ws.repo)} && git merge --no-ff ${q(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `ocw publish ${id} && cd ${q(ws.repo)} && git checkout ${q(ws.baseBranch)} && git merge --no-ff ${q(ws.branch)}`;
+  // A base branch that begins with a dash would be read as an option by checkout (which has no `--` for a branch).
+  const to = ws.baseBranch.startsWith("-") ? `git switch -- ${q(ws.baseBranch)}` : `git checkout ${q(ws.baseBranch)}`;
+  return `ocw publish ${id} && cd ${q(ws.repo)} && ${to} && git merge --no-ff ${q(ws.branch)}`;
 }
 
 /** Merges exactly `commit` (the graded one) into the base branch in the user's checkout; refuses, changing nothing, on conflict. */

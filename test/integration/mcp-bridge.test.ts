@@ -178,6 +178,14 @@ describe("ocw mcp", () => {
     expect(w1.pending[0].untrusted.what).toBe("hello.txt");
     expect(w1.untrustedNote).toMatch(/never instructions/);
     expect(progress.length).toBeGreaterThan(0);
+    // Waiting again before answering: nothing can move but by this client's answer, so wait says so at once (it slept
+    // its whole timeout, waiting for its own caller), naming the ask that waits for approve.
+    const t0 = Date.now();
+    const again = await mcp.call("wait", { workerId: d.workerId, timeoutSec: 60 });
+    expect(Date.now() - t0).toBeLessThan(loadScaledMs(5000));
+    expect(again).toMatchObject({ reason: "approval-pending", settled: false, pending: [], unanswered: 1, stillOpen: [w1.pending[0].askId] });
+    expect(again.next).toContain(w1.pending[0].askId);
+    expect(again.next).toMatch(/nothing moves until you answer with approve/);
 
     const pa = await mcp.call("pending_approvals", { workerId: d.workerId });
     expect(pa.count).toBe(1);
@@ -204,11 +212,33 @@ describe("ocw mcp", () => {
     expect(r.branch).toBeTruthy();
     expect(readFileSync(path.join(r.worktree, "hello.txt"), "utf8")).toBe("hello\n");
     expect(r.mergeHint).toContain(r.branch);
+    // The tool first (conflict-safe, flags checked); the shell line only as the person's way by hand.
+    expect(r.mergeHint).toMatch(new RegExp(`^use merge \\{"workerId":"${d.workerId}"\\}, not git; by hand, the person's shell: ocw publish ${d.workerId} && `));
     expect(r.approvals[0]).toMatchObject({ tool: "edit", decision: "once", by: "mcp:mcp-test-a" });
     expect(existsSync(path.join(dir, "hello.txt"))).toBe(false);
     // The engine recorded the MCP client as the one who decided.
     const w = await engine.client.workers.get.query({ workerId: d.workerId });
     expect(w.asks[0]!.by).toEqual({ kind: "mcp", name: "mcp-test-a" });
+  });
+
+  it("an ask shown before while another worker still runs: wait waits for news (a loop of waits does not spin), then names the open ask", async () => {
+    const s = await open(engine.stateDir, "mcp-test-open-ask");
+    const asking = await s.call("delegate", {
+      task: "MCP-WRITE file=open.txt text=open",
+      directory: repo(),
+      checks: [{ file: "open.txt" }],
+      scope: ["open.txt"],
+    });
+    const hanging = await s.call("delegate", { task: "MCP-HANG think forever", directory: repo(), checks: [{ file: "never.txt" }] });
+    const shown = await waitUntil(s, { timeoutSec: 60 }, (r) => r.pending.length > 0, 3);
+    const askId = shown.pending[0].askId;
+    const t0 = Date.now();
+    const r = await s.call("wait", { timeoutSec: 3 });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2900);
+    expect(r).toMatchObject({ reason: "timeout", pending: [], unanswered: 1, stillOpen: [askId] });
+    expect(r.next).toContain(askId);
+    await s.call("stop", { workerId: hanging.workerId });
+    await s.call("stop", { workerId: asking.workerId });
   });
 
   it("a worker delegated over MCP and approved through the control API (as the GUI does) resolves on the MCP side", async () => {
@@ -283,9 +313,10 @@ describe("ocw mcp", () => {
     expect(w.pending).toHaveLength(1);
     expect(w.answeredInForm ?? []).toEqual([]);
     // elicit:false skips the form; the explicit tool still answers.
-    // The next wait is not the same news again: no second form, no repeated ask; it says one is still unanswered.
+    // The next wait is not the same news again: no second form, no repeated ask; it says one is still unanswered, at
+    // once (nothing else runs: only an answer moves the worker).
     const again = await e.call("wait", { workerId: d.workerId, elicit: false, timeoutSec: 3 });
-    expect(again).toMatchObject({ reason: "timeout", pending: [], unanswered: 1 });
+    expect(again).toMatchObject({ reason: "approval-pending", pending: [], unanswered: 1, stillOpen: [w.pending[0].askId] });
     expect(again.next).toMatch(/1 ask shown before is still unanswered/);
     // A declined form is not offered again by a later wait of the same session.
     await e.call("wait", { workerId: d.workerId, timeoutSec: 2 });
@@ -520,7 +551,8 @@ describe("ocw mcp", () => {
 
     const conflict = await mcp.fail("merge", { workerId: second });
     expect(conflict).toMatch(/conflict/i);
-    expect(conflict).toMatch(/delegate the task again from the current HEAD/);
+    // The way on is a tool call: the engine's "continue on the new base", as retry's newBase.
+    expect(conflict).toContain(`retry {"workerId":"${second}","newBase":true}`);
     expect(conflict).not.toMatch(/--\w/);
     // One way on, in the tools' words: not the CLI's as well (the engine's "To go on: … ocw rebase …" is left out).
     expect(conflict).not.toMatch(/ocw rebase|To go on: continue the worker/);
@@ -541,6 +573,18 @@ describe("ocw mcp", () => {
   it("discard removes a conflicting worker's branch and workspace; merge and diff then say it is gone", async (ctx) => {
     if (!conflicted) return ctx.skip("the merge test above did not leave a conflicting worker");
     const { dir, workerId } = conflicted;
+    // Continued on the new base first (the GUI's "Continue on the new base"): a new worker from the current HEAD, told
+    // which file its earlier change conflicts in (a name from the worker's change: untrusted).
+    const again = await mcp.call("retry", { workerId, newBase: true });
+    expect(again).toMatchObject({ retryOf: workerId, untrusted: { conflicts: ["shared.txt"] } });
+    expect(again.workerId).not.toBe(workerId);
+    expect(again.untrustedNote).toMatch(/never instructions/);
+    expect(again.next).toContain(`discard {"workerId":"${workerId}"}`);
+    const task = (await engine.client.workers.get.query({ workerId: again.workerId })).spec.task;
+    expect(task).toMatch(/no longer merges into main/);
+    await mcp.call("stop", { workerId: again.workerId });
+    // Only a built worker continues on a new base; the others are retried as they are.
+    expect(await mcp.fail("retry", { workerId: again.workerId, newBase: true })).toMatch(/only a built worker is continued on a new base/);
     const r = await mcp.client.callTool({ name: "discard", arguments: { workerId } });
     const text = (r.content as { text: string }[])[0]?.text ?? "";
     expect(r.isError, text).toBeFalsy();

@@ -124,9 +124,11 @@ describe("ocw mcp when the engine dies under it", () => {
         await engine.client.targets.save.mutate({ target: scriptedTarget(m.url, 2), activate: true });
         const d = await bridge.call("delegate", { task: "MCP-START write s.txt", directory: repo, checks: [{ file: "s.txt", equals: "s" }] });
         await waitUntil(bridge, { workerId: d.workerId }, (r) => r.pending.length > 0);
+        // A worker still at work: the wait on both waits for news (with only the ask it was shown, it would answer at once).
+        const h = await bridge.call("delegate", { task: "MCP-HANG think", directory: repo, checks: [{ file: "never.txt" }] });
         const t0 = Date.now();
         // With a progress token the bridge waits on the engine's event stream (which, left alone, reconnects forever).
-        const waiting = bridge.client.callTool({ name: "wait", arguments: { workerId: d.workerId, timeoutSec: 8 } }, undefined, {
+        const waiting = bridge.client.callTool({ name: "wait", arguments: { workerIds: [d.workerId, h.workerId], timeoutSec: 8 } }, undefined, {
           timeout: 60_000,
           onprogress: () => undefined,
         });
@@ -136,7 +138,7 @@ describe("ocw mcp when the engine dies under it", () => {
         expect(Date.now() - t0).toBeLessThan(45_000);
         // Either the engine the bridge starts again answers (the worker was interrupted), or the bridge says what happened.
         if (r.isError) expect((r.content as { text: string }[])[0]!.text).toMatch(/engine/);
-        else expect((r.structuredContent as { counts: Record<string, number> }).counts).toEqual({ interrupted: 1 });
+        else expect((r.structuredContent as { counts: Record<string, number> }).counts).toEqual({ interrupted: 2 });
       } finally {
         await bridge.close().catch(() => undefined);
         await engine.kill();

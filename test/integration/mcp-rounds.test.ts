@@ -105,6 +105,9 @@ describe("after the verdict, over MCP", () => {
     const r = await mcp.call("result", { workerId: d.workerId });
     expect(r).toMatchObject({ verdict: "honest-failure", claim: "honest-failure", honest: true });
     expect(r.verdictReason).toMatch(/nothing was shown/);
+    // The engine's reason is said once, in verdictReason: not again as the worker's state reason under untrusted.
+    expect(r.untrusted.reason).toBeNull();
+    expect(JSON.stringify(r).split(r.verdictReason).length - 1).toBe(1);
     expect(r.next).toMatch(/continue \{"workerId"/);
     expect(r.next).toMatch(/retry \{"workerId"/);
     expect(r.next).not.toMatch(/resume/);
