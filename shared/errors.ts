@@ -43,6 +43,7 @@ export const ErrorKind = z.enum([
   "start", // a model start failed (data.failure: its classification, data.phase)
   "no-target", // no active target, and none was named
   "attempt-merged", // another attempt of the worker's task was merged: the task is done (data.workerId, data.merged, data.into, data.commit)
+  "merges-cleanly", // a continue on the new base of a worker whose change merges as the base is now (data.workerId, data.into)
 ]);
 export type ErrorKind = z.infer<typeof ErrorKind>;
 

@@ -174,8 +174,19 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 
   const call = <T>(fn: (c: EngineClient) => Promise<T>) => link.call(fn);
 
+  /** The attempt of `w`'s task that was merged (and not reverted), when it is not `w` itself: the task is done there. */
+  async function mergedAttempt(w: Worker): Promise<Worker | null> {
+    if (!w.attempt) return null;
+    const g = await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }));
+    const others = await Promise.all(g.attempts.filter((a) => a.workerId !== w.id).map((a) => call((c) => c.workers.get.query({ workerId: a.workerId }))));
+    return others.find((x) => x.merged && !x.reverted) ?? null;
+  }
+
   /** The `next` of a losing or unfinished attempt: point at the winner (or at the attempts still running). */
-  async function attemptsNext(w: Worker): Promise<string> {
+  async function attemptsNext(w: Worker, merged: Worker | null): Promise<string> {
+    // Another attempt landed: the task is done, and this one neither merges nor retries (the engine refuses both).
+    if (merged?.merged)
+      return `this attempt was not the winner (${w.state}); attempt ${merged.id} won and was merged into ${merged.merged.into} (${merged.merged.commit.slice(0, 12)}): the task is done${isDiscarded(w) ? "" : `; discard {"workerId":"${w.id}"} removes this attempt`}`;
     const g = await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }));
     // No state reason here: it may carry text a worker or model wrote, and `next` is read as the engine's own words.
     if (g.winner)
@@ -1137,6 +1148,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         weakEvidence: r.weakEvidence ?? false,
         changedSincePrevious: r.changed ? r.changed.length : null,
       }));
+      // Another attempt at its task landed: this one is neither merged nor retried (the engine refuses both).
+      const landed = w.merged ? null : await mergedAttempt(w);
       return {
         workerId: w.id,
         state: w.state,
@@ -1199,7 +1212,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         // Claude merges with the tool (conflict-safe, refuses flagged files without the person's yes); the shell line
         // is the person's way by hand. Nothing once merged or discarded.
         mergeHint:
-          v?.mergeHint && !w.merged && !isDiscarded(w)
+          v?.mergeHint && !w.merged && !isDiscarded(w) && !landed
             ? `use merge {"workerId":"${w.id}"${w.baseBranch ? "" : ',"publish":true'}}${v.flags?.length ? " (acceptFlagged only on the person's yes)" : ""}, not git; by hand, the person's shell: ${v.mergeHint}`
             : null,
         merged: w.merged,
@@ -1212,8 +1225,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         elapsedSec: elapsedSec(w),
         attempts: w.attempt ? attemptsOut(await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }))) : null,
         next:
-          w.attempt && !w.merged && verdict !== "built"
-            ? await attemptsNext(w)
+          w.attempt && !w.merged && (verdict !== "built" || landed)
+            ? await attemptsNext(w, landed)
             : w.merged
               ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
               : verdict === "built" && !w.baseBranch
@@ -1661,7 +1674,9 @@ function absoluteFor(dir: string, baseDir: string): string {
 function messageOf(err: unknown, log: (l: string) => void, tool: string): string {
   if (err instanceof ToolError) return err.message;
   // the engine's coded errors (shared/errors.ts): acted on by code and kind, never by matching the message
-  const e = err as { message?: string; data?: { code?: string; ocwCode?: string; ocwKind?: string } };
+  const e = err as { message?: string; data?: { code?: string; ocwCode?: string; ocwKind?: string; ocwData?: Record<string, unknown> } };
+  const said = kindWords(tool, e?.data?.ocwKind, e?.data?.ocwData);
+  if (said) return said;
   if (e?.data?.ocwKind === "no-target")
     return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) — or pass `targetId` of a saved target; call setup_status to see where things stand";
   // An engine started by an older install (engines outlive bridges) lacks the route this tool needs: tRPC's NOT_FOUND
@@ -1678,6 +1693,21 @@ function messageOf(err: unknown, log: (l: string) => void, tool: string): string
   }
   log(`${tool}: ${(err as Error)?.stack ?? String(err)}`);
   return `${tool} failed: ${e?.message ?? String(err)}`;
+}
+
+/** The engine's refusals a client acts on by kind, in the tools' words (the engine's name the CLI's commands). */
+function kindWords(tool: string, kind: string | undefined, data: Record<string, unknown> | undefined): string | null {
+  const str = (k: string) => (typeof data?.[k] === "string" ? (data[k] as string) : null);
+  const id = str("workerId");
+  if (!id) return null;
+  if (kind === "attempt-merged") {
+    const [sib, into, commit] = [str("merged"), str("into"), str("commit")];
+    if (!sib || !into || !commit) return null;
+    return `worker ${id} is not ${tool === "merge" ? "merged" : "run again"}: another attempt at its task, ${sib}, was merged into ${into} (${commit.slice(0, 12)}), so the task is done. discard {"workerId":"${id}"} removes this attempt. To take it instead all the same, the person reverts that merge first (their shell: ocw revert ${sib}), then ${tool === "merge" ? "merge" : "retry"} {"workerId":"${id}"}`;
+  }
+  if (kind === "merges-cleanly")
+    return `worker ${id} merges cleanly into ${str("into") ?? "its base branch"} as it is now: merge {"workerId":"${id}"} lands it; newBase is for a merge that conflicts`;
+  return null;
 }
 
 async function reachable(endpoint: string): Promise<{ ok: boolean; detail: string }> {

@@ -22,18 +22,26 @@ export async function retryWorker(engine: Engine, workerId: string): Promise<Ret
   }
   // Attempts are alternatives at one task: once one of them is merged, the task is done; a retry would do it again
   // beside that merge (its work could not land: the merge of a second attempt is refused).
-  const sib = mergedSibling(w, engine.list());
-  if (sib?.merged)
-    throw new OcwError(
-      "conflict",
-      `worker ${workerId} is not retried: another attempt at its task, ${sib.id}, was merged into ${sib.merged.into} (${sib.merged.commit.slice(0, 12)}), so the task is done. To do it again all the same, revert that merge first (\`ocw revert ${sib.id}\`), then retry ${workerId}`,
-      { kind: "attempt-merged", data: { workerId, merged: sib.id, into: sib.merged.into, commit: sib.merged.commit } },
-    );
+  refuseIfAttemptMerged(engine, w.id, "retried");
   const { workerId: id } = await engine.start(
     { ...w.spec, ...(w.targetId ? { targetId: w.targetId } : {}) },
     { retryOf: w.id, ...(w.batchId ? { batchId: w.batchId } : {}) },
   );
   return { workerId: id, retryOf: workerId };
+}
+
+/**
+ * Attempts are alternatives at one task: once one of them is merged (and not reverted), the task is done, and neither a
+ * retry nor a continue on the new base of another one runs it again beside that merge (its work could not land).
+ */
+function refuseIfAttemptMerged(engine: Engine, workerId: string, verb: "retried" | "continued on the new base"): void {
+  const sib = mergedSibling(engine.get(workerId), engine.list());
+  if (sib?.merged)
+    throw new OcwError(
+      "conflict",
+      `worker ${workerId} is not ${verb}: another attempt at its task, ${sib.id}, was merged into ${sib.merged.into} (${sib.merged.commit.slice(0, 12)}), so the task is done. To do it again all the same, revert that merge first (\`ocw revert ${sib.id}\`), then ${verb === "retried" ? "retry" : "rebase"} ${workerId}`,
+      { kind: "attempt-merged", data: { workerId, merged: sib.id, into: sib.merged.into, commit: sib.merged.commit } },
+    );
 }
 
 const merging = new Set<string>();
@@ -222,14 +230,23 @@ export async function continueOnNewBase(engine: Engine, workerId: string): Promi
     throw new InputError(`worker ${workerId} is ${w.state}: only a built worker is continued on a new base (retry the others)`, "conflict");
   if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into}`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue`, "conflict");
+  refuseIfAttemptMerged(engine, workerId, "continued on the new base");
   const head = w.baseBranch ? await git(w.repo, ["rev-parse", "-q", "--verify", `refs/heads/${w.baseBranch}`], { allowFail: true }) : "";
   if (!head) throw new InputError(`worker ${workerId}'s base branch ${w.baseBranch ?? "(detached)"} is gone: delegate the task again by hand`, "conflict");
   // From the engine's graded store (the graded commit is not in the person's repository): nothing is written to theirs.
   const m = await mergeTrees(w.repo, head, w.verdict.commit, undefined, await engine.batches.graded(w.repo));
   const files = "conflict" in m ? m.conflict : [];
-  const note = files.length
-    ? `\n\nNote from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${quoteUntrustedList(files, "file names from its change")}, which changed since. Do the task on the code as it is now.`
-    : `\n\nNote from the engine: ${w.baseBranch} moved since an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}). Do the task on the code as it is now.`;
+  // Its change merges as the base is now: running the task again would only redo it (the merge lands it as it is).
+  if ("tree" in m)
+    throw new OcwError(
+      "conflict",
+      `worker ${workerId} merges cleanly into ${w.baseBranch} as it is now: merge it (ocw merge ${workerId}); its task need not run again`,
+      {
+        kind: "merges-cleanly",
+        data: { workerId, into: w.baseBranch ?? null },
+      },
+    );
+  const note = `\n\nNote from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${quoteUntrustedList(files, "file names from its change")}, which changed since. Do the task on the code as it is now.`;
   const { workerId: id } = await engine.start({ ...w.spec, task: w.spec.task + note, ...(w.targetId ? { targetId: w.targetId } : {}) });
   return { workerId: id, retryOf: workerId, files };
 }

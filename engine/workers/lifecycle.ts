@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { mergedSibling } from "../../shared/attempts";
-import { InputError } from "../../shared/errors";
+import { InputError, OcwError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
 import { runnerConfigReason } from "../grading";
@@ -77,9 +77,10 @@ export class WorkspaceLifecycle {
     // Attempts are alternatives at one task: one of them lands, never two on top of each other.
     const sibling = mergedSibling(w, this.reg.list());
     if (sibling?.merged)
-      throw new InputError(
-        `worker ${workerId} is another attempt at the task of ${sibling.id}, which was merged into ${sibling.merged.into} (${sibling.merged.commit.slice(0, 12)}): landing both would do the task twice. To take this attempt instead, revert that merge first (ocw revert ${sibling.id}), then merge ${workerId}; or discard ${workerId} (nothing was changed)`,
+      throw new OcwError(
         "conflict",
+        `worker ${workerId} is another attempt at the task of ${sibling.id}, which was merged into ${sibling.merged.into} (${sibling.merged.commit.slice(0, 12)}): landing both would do the task twice. To take this attempt instead, revert that merge first (ocw revert ${sibling.id}), then merge ${workerId}; or discard ${workerId} (nothing was changed)`,
+        { kind: "attempt-merged", data: { workerId, merged: sibling.id, into: sibling.merged.into, commit: sibling.merged.commit } },
       );
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
