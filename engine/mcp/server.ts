@@ -743,9 +743,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         ? `${counted(older, "ask")} shown before ${older === 1 ? "is" : "are"} still unanswered (askId ${olderIds.slice(0, 5).join(", ")}${older > 5 ? ` and ${older - 5} more` : ""})`
         : "";
       const questions = fresh.some(({ a }) => a.kind === "question");
-      const going = goingOn.length
-        ? `; ${goingOn.length === 1 ? `batch ${goingOn[0]} is` : `batches ${goingOn.slice(0, 3).join(", ")} are`} not done (a task that comes after others starts once they are built): wait {"batchId":"${goingOn[0]}"} follows it`
-        : "";
+      // Blocked on asks it was shown: only the answer moves the batch (a wait on it would return at once too).
+      const going =
+        goingOn.length && !(r!.reason === "blocked" && !fresh.length)
+          ? `; ${goingOn.length === 1 ? `batch ${goingOn[0]} is` : `batches ${goingOn.slice(0, 3).join(", ")} are`} not done (a task that comes after others starts once they are built): wait {"batchId":"${goingOn[0]}"} follows it`
+          : "";
       const next =
         (fresh.length
           ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${questions ? ' (a question takes answers: one array of chosen option labels per question, e.g. "answers":[["<option label>"]])' : ""}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}${older ? `; ${olderText}: pending_approvals lists them` : ""}`

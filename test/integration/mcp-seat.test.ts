@@ -158,6 +158,8 @@ describe("from Claude's seat", () => {
       expect(Date.now() - t0, JSON.stringify(args)).toBeLessThan(loadScaledMs(5000));
       expect(r, JSON.stringify(args)).toMatchObject({ reason: "approval-pending", pending: [], stillOpen: [askId] });
       expect(r.next).toContain(askId);
+      // Only the answer moves the batch: wait {} does not send Claude off to wait on it (that too returns at once).
+      expect(r.next, JSON.stringify(args)).not.toMatch(/follows it/);
     }
     // A second session (another bridge), never shown the ask: it is news there.
     const other = await open("seat-other");
