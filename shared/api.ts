@@ -160,7 +160,14 @@ export const CLIENT_HEADER = "x-ocw-client";
 export const API_PATH = "/trpc";
 /** The engine's identity check (token required): answers `EngineHealth`. Clients compare it with the lock file. */
 export const HEALTH_PATH = "/health";
-export const EngineHealth = z.object({ ok: z.literal(true), pid: z.number().int(), instanceId: z.string() });
+/**
+ * Which release and which build an engine runs: `version` is the release (the plugin's version, read next to the
+ * bundle; null where the install has none), `id` a short hash of the bundle file (two builds of one version differ).
+ */
+export const EngineBuild = z.object({ version: z.string().max(100).nullable(), id: z.string().max(100) });
+export type EngineBuild = z.infer<typeof EngineBuild>;
+/** `build`: absent from engines older than the handshake (0.1.22 and before), which a newer client replaces when idle. */
+export const EngineHealth = z.object({ ok: z.literal(true), pid: z.number().int(), instanceId: z.string(), build: EngineBuild.optional() });
 export type EngineHealth = z.infer<typeof EngineHealth>;
 
 /** The lock file every client finds the engine through. */

@@ -26,19 +26,24 @@ export function connect(target: Pick<EngineLock, "port" | "token"> | EngineAddre
 }
 
 /**
- * True when the engine a lock names answers on its port as that very engine: the token is accepted and /health
- * gives the lock's pid and instance id (so neither a reused pid nor another process on the port passes).
+ * The engine a lock names, as it answers on its port: its /health when the token is accepted and it gives the lock's
+ * pid and instance id (so neither a reused pid nor another process on the port passes); null otherwise.
  */
-export async function healthy(lock: Pick<EngineLock, "port" | "token" | "pid" | "instanceId">, timeoutMs = 2000): Promise<boolean> {
+export async function engineHealth(lock: Pick<EngineLock, "port" | "token" | "pid" | "instanceId">, timeoutMs = 2000): Promise<EngineHealth | null> {
   try {
     const res = await fetch(`${addressOf(lock).origin}${HEALTH_PATH}`, {
       headers: { authorization: `Bearer ${lock.token}` },
       signal: AbortSignal.timeout(timeoutMs),
     });
-    if (!res.ok) return false;
+    if (!res.ok) return null;
     const h = EngineHealth.safeParse(await res.json());
-    return h.success && h.data.pid === lock.pid && h.data.instanceId === lock.instanceId;
+    return h.success && h.data.pid === lock.pid && h.data.instanceId === lock.instanceId ? h.data : null;
   } catch {
-    return false;
+    return null;
   }
+}
+
+/** True when the engine a lock names answers on its port as that very engine (engineHealth). */
+export async function healthy(lock: Pick<EngineLock, "port" | "token" | "pid" | "instanceId">, timeoutMs = 2000): Promise<boolean> {
+  return (await engineHealth(lock, timeoutMs)) !== null;
 }

@@ -17,6 +17,8 @@ import {
   type OwnerRecord,
 } from "./lock";
 import { startApiServer } from "./server";
+import { buildOf } from "./build-info";
+import { fileURLToPath } from "node:url";
 
 import { VERSION } from "../../shared/api";
 import type { DecidedBy } from "../../shared/permission";
@@ -91,6 +93,8 @@ export async function hostEngine(opts: {
     engine,
     version: VERSION,
     instanceId,
+    // This very bundle's release and hash (host.ts runs only in the bundle: dist/ocw.mjs)
+    build: buildOf(fileURLToPath(import.meta.url)),
     browserUi: () => browserUi(),
     shutdown: (by: DecidedBy) =>
       void close(stopRequester(by)).then(() => {

@@ -88,6 +88,37 @@ export function lastStop(stateDir: string): StopRecord | null {
   }
 }
 
+const upgradeFile = (stateDir: string) => path.join(stateDir, "engine.upgrade.json");
+const UpgradeRecord = z.object({ at: z.number(), pid: z.number().int(), from: z.string().max(200), to: z.string().max(200) });
+export type UpgradeRecord = z.infer<typeof UpgradeRecord>;
+
+/**
+ * A client's replacement of an older engine (launcher.ts), written before it asks that engine (`pid`) to stop: the stop
+ * the old engine then records (recordStop) is no person's, and a call it cut finds the new engine rather than ending.
+ */
+export function recordUpgrade(stateDir: string, r: UpgradeRecord): void {
+  try {
+    writeJsonAtomic(upgradeFile(stateDir), r, 0o600);
+  } catch {
+    /* a full disk: a call cut by the stop ends as after `ocw stop` */
+  }
+}
+
+/** The last replacement of an older engine (recordUpgrade), or null. */
+export function lastUpgrade(stateDir: string): UpgradeRecord | null {
+  try {
+    return UpgradeRecord.parse(JSON.parse(readFileSync(upgradeFile(stateDir), "utf8")));
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a clean stop (lastStop) was a client's replacement of that older engine, not a person's stop. */
+export function stopWasUpgrade(stateDir: string, stop: StopRecord): boolean {
+  const up = lastUpgrade(stateDir);
+  return !!up && up.pid === stop.pid && up.at <= stop.at + 1000 && stop.at - up.at < 60_000;
+}
+
 export function writeEndpoint(stateDir: string, e: { port: number; token: string }): void {
   writeJsonAtomic(endpointFile(stateDir), e, 0o600);
 }

@@ -4,7 +4,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { API_PATH, CLIENT_HEADER, HEALTH_PATH, type EngineHealth } from "../../shared/api";
+import { API_PATH, CLIENT_HEADER, HEALTH_PATH, type EngineBuild, type EngineHealth } from "../../shared/api";
 import type { DecidedBy } from "../../shared/permission";
 import type { BrowserUi } from "../paths";
 import type { Engine } from "../workers";
@@ -20,6 +20,8 @@ interface ApiServerOptions {
   token?: string;
   /** This engine process's random id, answered at /health so clients can tell it from whatever else holds the port. */
   instanceId: string;
+  /** Which release and bundle this engine runs: /health says it, so a newer client can tell it is older (launcher.ts). */
+  build?: EngineBuild;
   /**
    * The built renderer (index.html + assets) served at / for the browser UI, looked up on each page request (a build
    * made after the engine started is served), or what the page says when there is none (engine/paths.ts browserUi).
@@ -135,7 +137,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
           "missing or wrong token: send `authorization: Bearer <token>` with the token from the engine lock file (ocw serve prints a URL with it)",
         );
       if (url.pathname === HEALTH_PATH) {
-        const body: EngineHealth = { ok: true, pid: process.pid, instanceId: opts.instanceId };
+        const body: EngineHealth = { ok: true, pid: process.pid, instanceId: opts.instanceId, ...(opts.build ? { build: opts.build } : {}) };
         res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });
         return res.end(JSON.stringify(body));
       }

@@ -1,6 +1,6 @@
 import { type ClientKind, connect, type EngineClient } from "../api/client";
-import { ensureEngine } from "../api/launcher";
-import { lastStop, readLock } from "../api/lock";
+import { ensureEngine, olderEngineText, type OlderEngine } from "../api/launcher";
+import { lastStop, readLock, stopWasUpgrade } from "../api/lock";
 import type { EngineLock } from "../../shared/api";
 
 /** A user-facing error from a tool: becomes an `isError` result with this message. */
@@ -34,6 +34,13 @@ export class EngineLink {
   private lockPid: number | null = null;
   /** The engine the current lookup found (its instance id is the lock's while it runs). */
   private found: { lockP: Promise<EngineLock>; instanceId: string } | null = null;
+  /**
+   * The running engine is older than this bridge and was kept, as workers are at work on it (launcher.ts). While it
+   * is, each call looks again, so the first call after its workers are all at rest replaces it.
+   */
+  older: OlderEngine | null = null;
+  /** The older engine (its instance id) this bridge told its client about already: said once per engine. */
+  private olderSaid: string | null = null;
 
   constructor(
     readonly stateDir: string,
@@ -45,9 +52,16 @@ export class EngineLink {
   private ensure(): Promise<EngineLock> {
     this.lockP ??= (async () => {
       const had = readLock(this.stateDir);
-      const lock = await ensureEngine(this.stateDir).catch((err) => {
+      let older: OlderEngine | null = null;
+      const lock = await ensureEngine(this.stateDir, {
+        onOlderKept: (o) => {
+          older = o;
+          if (this.older?.instanceId !== o.instanceId) this.log(`kept the older engine (pid ${o.pid}): ${olderEngineText(o, "this bridge")}`);
+        },
+      }).catch((err) => {
         throw new ToolError(`cannot reach or start the opencode-worker engine: ${(err as Error).message}`);
       });
+      this.older = older;
       if (!had || had.pid !== lock.pid) this.log(`started the engine (pid ${lock.pid}, state ${this.stateDir})`);
       else if (this.lockPid !== lock.pid) this.log(`attached to the engine (pid ${lock.pid})`);
       this.lockPid = lock.pid;
@@ -71,6 +85,9 @@ export class EngineLink {
     // hold now (and could pass on to an engine restarted later with the same port and token).
     if (this.found && this.lockP === this.found.lockP && readLock(this.stateDir)?.instanceId !== this.found.instanceId) {
       this.log(`the engine (pid ${this.lockPid}) is gone; finding it again`);
+      this.lockP = null;
+    } else if (this.older && this.lockP === this.found?.lockP) {
+      // An older engine kept for its workers: looked at again, replaced once they are all at rest.
       this.lockP = null;
     }
     const lockP = this.ensure();
@@ -115,11 +132,23 @@ export class EngineLink {
    */
   private stoppedSince(since: number): void {
     const stop = lastStop(this.stateDir);
-    if (!stop || stop.at < since || readLock(this.stateDir)) return;
+    // A client's replacement of an older engine (launcher.ts) is no person's stop: the call finds the new engine.
+    if (!stop || stop.at < since || readLock(this.stateDir) || stopWasUpgrade(this.stateDir, stop)) return;
     this.lockP = null;
     throw new ToolError(
       `the engine was stopped (${stop.by}) while this call waited: its running workers are interrupted. The next call starts it again; resume continues an interrupted worker`,
     );
+  }
+
+  /**
+   * What to tell the client once about an older engine kept for its workers (null when there is none, or it was said):
+   * `self` names this side ("this bridge").
+   */
+  olderNote(self = "this bridge"): string | null {
+    const o = this.older;
+    if (!o || this.olderSaid === o.instanceId) return null;
+    this.olderSaid = o.instanceId;
+    return olderEngineText(o, self);
   }
 
   get enginePid(): number | null {

@@ -39,6 +39,7 @@ import { idSlip } from "./ids";
 import { instructionsFor } from "./instructions";
 import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
+import type { OlderEngine } from "../api/launcher";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
@@ -162,11 +163,16 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         if (!parsed.success) return failure(S.firstIssue(parsed.error));
         try {
           let out = (await fn(parsed.data, extra, raw ?? {})) as Record<string, unknown>;
+          // An older engine kept for its workers (engine/api/launcher.ts): said once, in the first answer with a `next`.
+          if (typeof out.next === "string") {
+            const older = link.olderNote?.();
+            if (older) out = { ...out, next: `${out.next}. Note: ${older}` };
+          }
           // Worker-written text travels only inside `untrusted` objects; a result holding any is labelled once, first.
           if (hasUntrusted(out)) out = { untrustedNote: UNTRUSTED_NOTE, ...out };
           return { content: [{ type: "text" as const, text: asText(out) }], structuredContent: out };
         } catch (err) {
-          return failure(messageOf(err, log, name));
+          return failure(messageOf(err, log, name, link.older ?? null));
         }
       }) as never,
     );
@@ -250,6 +256,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         problem =
           "no active target: set one up with `ocw setup` in a terminal (the model-setup skill walks through it; or the GUI's setup wizard), then call setup_status again";
       const slots = slotsOf(st.slots, t?.id ?? null);
+      const older = link.olderNote?.();
+      if (older) warnings.push(older);
       const lock = readLock(link.stateDir);
       return {
         ready: !problem,
@@ -598,7 +606,17 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         // blocked: a wait whose workers all wait on asks it was shown would only wait for its caller: answered at once.
         const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, blocked: true, ...(mine.size ? { also: [...mine] } : {}) };
         // A deliberate stop of the engine while this wait runs ends it saying so (link.stoppedSince), never restarts it.
-        if (token === undefined) return link.call((c) => c.workers.wait.query(input, { signal: extra.signal }), undefined, t0);
+        // An engine older than this bridge (kept while its workers are at work) may not take `blocked`: asked again
+        // without it, so a wait on those very workers still works (it then runs to its time on an ask it was shown).
+        const plain = (inp: typeof input) =>
+          link
+            .call((c) => c.workers.wait.query(inp, { signal: extra.signal }), undefined, t0)
+            .catch((err: unknown) => {
+              if (!/Unrecognized key.*"blocked"/.test((err as Error)?.message ?? "")) throw err;
+              const { blocked: _blocked, ...older } = inp;
+              return link.call((c) => c.workers.wait.query(older, { signal: extra.signal }), undefined, t0);
+            });
+        if (token === undefined) return plain(input);
         // With progress wanted (an input too long for a URL, a session of very many workers, goes in the stream's POST
         // body: shared/api-client.ts): the engine streams a line per event worth showing of these workers, then the answer.
         // A stream that fails (or an engine older than this bridge, which has none: its 404 says only that) is asked
@@ -610,8 +628,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           .catch((err: unknown) => {
             if (extra.signal.aborted) throw err;
             log(`wait: the event stream failed (${(err as Error)?.message ?? String(err)}); waiting without its lines`);
-            const rest = { ...input, timeoutMs: Math.max(0, ends - Date.now()) };
-            return link.call((c) => c.workers.wait.query(rest, { signal: extra.signal }), undefined, t0);
+            return plain({ ...input, timeoutMs: Math.max(0, ends - Date.now()) });
           });
       };
       const heartbeat = token !== undefined ? setInterval(() => progress(lastNote), 10_000) : undefined;
@@ -1673,12 +1690,18 @@ function absoluteFor(dir: string, baseDir: string): string {
   return path.resolve(baseDir, dir);
 }
 
-function messageOf(err: unknown, log: (l: string) => void, tool: string): string {
+export function messageOf(err: unknown, log: (l: string) => void, tool: string, older: OlderEngine | null = null): string {
   if (err instanceof ToolError) return err.message;
   // the engine's coded errors (shared/errors.ts): acted on by code and kind, never by matching the message
   const e = err as { message?: string; data?: { code?: string; ocwCode?: string; ocwKind?: string; ocwData?: Record<string, unknown> } };
   const said = kindWords(tool, e?.data?.ocwKind, e?.data?.ocwData);
   if (said) return said;
+  // An engine older than this bridge refuses an input field it does not know yet (its inputs are strict): a raw
+  // BAD_REQUEST naming the key, said as the missing route is, never as the schema's words.
+  if (e?.data?.code === "BAD_REQUEST" && (!e.data.ocwCode || e.data.ocwCode === "bad-input") && unrecognizedKey(e.message)) {
+    const which = older ? ` (${older.engine}; this bridge is ${older.client})` : "";
+    return `${tool}: the running engine${which} is older than this bridge (it does not take an input this bridge sends): restart it with \`ocw stop\` (the next tool call starts the current one; running workers become interrupted and can be resumed)${older ? "; it is also replaced by itself once no worker is at work" : ""}`;
+  }
   if (e?.data?.ocwKind === "no-target")
     return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) — or pass `targetId` of a saved target; call setup_status to see where things stand";
   // An engine started by an older install (engines outlive bridges) lacks the route this tool needs: tRPC's NOT_FOUND
@@ -1710,6 +1733,11 @@ function kindWords(tool: string, kind: string | undefined, data: Record<string, 
   if (kind === "merges-cleanly")
     return `worker ${id} merges cleanly into ${str("into") ?? "its base branch"} as it is now: merge {"workerId":"${id}"} lands it; newBase is for a merge that conflicts`;
   return null;
+}
+
+/** Whether an input refusal is zod's for a key the schema does not have ("Unrecognized key", code unrecognized_keys). */
+function unrecognizedKey(message: string | undefined): boolean {
+  return /unrecognized_keys|Unrecognized keys?\b/i.test(message ?? "");
 }
 
 async function reachable(endpoint: string): Promise<{ ok: boolean; detail: string }> {
