@@ -1202,7 +1202,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path78 = __require("node:path");
+    var path79 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2215,9 +2215,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path78.resolve(baseDir, baseName);
+          const localBin = path79.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path78.extname(baseName))) return void 0;
+          if (sourceExt.includes(path79.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2235,17 +2235,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path78.resolve(
-            path78.dirname(resolvedScriptPath),
+          executableDir = path79.resolve(
+            path79.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path78.basename(
+            const legacyName = path79.basename(
               this._scriptPath,
-              path78.extname(this._scriptPath)
+              path79.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2256,7 +2256,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path78.extname(executableFile));
+        launchWithNode = sourceExt.includes(path79.extname(executableFile));
         let proc3;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3171,7 +3171,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path78.basename(filename, path78.extname(filename));
+        this._name = path79.basename(filename, path79.extname(filename));
         return this;
       }
       /**
@@ -3185,9 +3185,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path79) {
-        if (path79 === void 0) return this._executableDir;
-        this._executableDir = path79;
+      executableDir(path80) {
+        if (path80 === void 0) return this._executableDir;
+        this._executableDir = path80;
         return this;
       }
       /**
@@ -6694,8 +6694,8 @@ var require_utils = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path78) {
-      let input2 = path78;
+    function removeDotSegments(path79) {
+      let input2 = path79;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -6769,11 +6769,11 @@ var require_utils = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path78) {
-      if (path78 === "" || path78[0] === "/") {
-        return removeDotSegments(path78);
+    function removeDotSegmentsRelative(path79) {
+      if (path79 === "" || path79[0] === "/") {
+        return removeDotSegments(path79);
       }
-      const segments = path78.split("/");
+      const segments = path79.split("/");
       const last2 = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -7136,8 +7136,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path78 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path78 && path78 !== "/" ? path78 : void 0;
+        const path79 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path79 && path79 !== "/" ? path79 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -10693,7 +10693,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path78, options2) {
+    function checkPathExt(path79, options2) {
       var pathext = options2.pathExt !== void 0 ? options2.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -10704,25 +10704,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path78.substr(-p.length).toLowerCase() === p) {
+        if (p && path79.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path78, options2) {
+    function checkStat(stat, path79, options2) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path78, options2);
+      return checkPathExt(path79, options2);
     }
-    function isexe(path78, options2, cb) {
-      fs.stat(path78, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path78, options2));
+    function isexe(path79, options2, cb) {
+      fs.stat(path79, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path79, options2));
       });
     }
-    function sync(path78, options2) {
-      return checkStat(fs.statSync(path78), path78, options2);
+    function sync(path79, options2) {
+      return checkStat(fs.statSync(path79), path79, options2);
     }
   }
 });
@@ -10733,13 +10733,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path78, options2, cb) {
-      fs.stat(path78, function(er, stat) {
+    function isexe(path79, options2, cb) {
+      fs.stat(path79, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options2));
       });
     }
-    function sync(path78, options2) {
-      return checkStat(fs.statSync(path78), options2);
+    function sync(path79, options2) {
+      return checkStat(fs.statSync(path79), options2);
     }
     function checkStat(stat, options2) {
       return stat.isFile() && checkMode(stat, options2);
@@ -10772,7 +10772,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path78, options2, cb) {
+    function isexe(path79, options2, cb) {
       if (typeof options2 === "function") {
         cb = options2;
         options2 = {};
@@ -10782,7 +10782,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path78, options2 || {}, function(er, is) {
+          isexe(path79, options2 || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -10791,7 +10791,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path78, options2 || {}, function(er, is) {
+      core(path79, options2 || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options2 && options2.ignoreErrors) {
             er = null;
@@ -10801,9 +10801,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path78, options2) {
+    function sync(path79, options2) {
       try {
-        return core.sync(path78, options2 || {});
+        return core.sync(path79, options2 || {});
       } catch (er) {
         if (options2 && options2.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -10819,7 +10819,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path78 = __require("path");
+    var path79 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -10857,7 +10857,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path78.join(pathPart, cmd);
+        const pCmd = path79.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -10884,7 +10884,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path78.join(pathPart, cmd);
+        const pCmd = path79.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -10932,7 +10932,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path78 = __require("path");
+    var path79 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -10954,7 +10954,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path78.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path79.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -10963,7 +10963,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path78.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path79.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -11050,8 +11050,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path78, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path78.split("/").pop();
+      const [path79, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path79.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -11092,7 +11092,7 @@ var require_readShebang = __commonJS({
 var require_parse = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path78 = __require("path");
+    var path79 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -11126,9 +11126,9 @@ var require_parse = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path78.normalize(parsed.command);
+        parsed.command = path79.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path78.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path79.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -11355,7 +11355,7 @@ var require_util2 = __commonJS({
     "use strict";
     var os11 = __require("os");
     var fs = __require("fs");
-    var path78 = __require("path");
+    var path79 = __require("path");
     var spawn10 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -12111,7 +12111,7 @@ var require_util2 = __commonJS({
     function getFilesInPath(source) {
       const lstatSync11 = fs.lstatSync;
       const readdirSync16 = fs.readdirSync;
-      const join = path78.join;
+      const join = path79.join;
       function isDirectory(source2) {
         return lstatSync11(source2).isDirectory();
       }
@@ -14847,7 +14847,7 @@ var require_network = __commonJS({
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync7 = __require("child_process").execFileSync;
-    var readFileSync25 = __require("fs").readFileSync;
+    var readFileSync26 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util2();
     var _platform = process.platform;
@@ -15337,7 +15337,7 @@ var require_network = __commonJS({
         return result2;
       }
       try {
-        const content = readFileSync25(file3, { encoding: "utf8" });
+        const content = readFileSync26(file3, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -20864,7 +20864,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path78 = __require("path");
+    var path79 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync7 = __require("child_process").execFileSync;
@@ -21244,13 +21244,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path78.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path79.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path78.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path79.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path78.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path79.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -24525,7 +24525,7 @@ var require_processes = __commonJS({
     "use strict";
     var os11 = __require("os");
     var fs = __require("fs");
-    var path78 = __require("path");
+    var path79 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util2();
@@ -25153,7 +25153,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path78.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path79.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -26424,7 +26424,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path78, callback) {
+    function fetchJson(path79, callback) {
       let done = false;
       const finish2 = (result2) => {
         if (!done) {
@@ -26440,7 +26440,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path78} HTTP/1.0\r
+          socket.write(`GET ${path79} HTTP/1.0\r
 \r
 `);
         });
@@ -29210,7 +29210,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path78 = __require("path");
+    var path79 = __require("path");
     var util2 = require_util2();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -29343,7 +29343,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path78.basename(element);
+              const filename = path79.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -30123,8 +30123,8 @@ var require_utils2 = __commonJS({
       }
       return output;
     };
-    exports.basename = (path78, { windows: windows2 } = {}) => {
-      const segs = path78.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path79, { windows: windows2 } = {}) => {
+      const segs = path79.split(windows2 ? /[\\/]/ : "/");
       const last2 = segs[segs.length - 1];
       if (last2 === "") {
         return segs[segs.length - 2];
@@ -32349,10 +32349,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path78) {
-  if (!path78)
+function getElementAtPath(obj2, path79) {
+  if (!path79)
     return obj2;
-  return path78.reduce((acc, key) => acc?.[key], obj2);
+  return path79.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -32713,11 +32713,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path78, issues) {
+function prefixIssues(path79, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path78);
+    iss.path.unshift(path79);
     return iss;
   });
 }
@@ -32879,7 +32879,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result2 = { errors: [] };
-  const processError = (error47, path78 = []) => {
+  const processError = (error47, path79 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -32889,7 +32889,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path78, ...issue2.path];
+        const fullpath = [...path79, ...issue2.path];
         if (fullpath.length === 0) {
           result2.errors.push(mapper(issue2));
           continue;
@@ -32921,8 +32921,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path78 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path78) {
+  const path79 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path79) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -44320,6 +44320,12 @@ var AttemptRef = external_exports.object({
   /** The person asked for every attempt to run to its verdict (`--all-attempts`): nothing is stopped. */
   all: external_exports.boolean().default(false)
 });
+var STOPPED_FOR_WINNER = "another attempt of this task was built";
+var stoppedForWinnerReason = (winnerId) => `${STOPPED_FOR_WINNER} (${winnerId}); the others still running were stopped`;
+function lostToFromOldReason(reason) {
+  if (!reason?.startsWith(STOPPED_FOR_WINNER)) return null;
+  return /^ \(([^()\s]+)\)/.exec(reason.slice(STOPPED_FOR_WINNER.length))?.[1] ?? null;
+}
 
 // shared/untrusted.ts
 var SHOW_MAX = 1e3;
@@ -44428,10 +44434,10 @@ function untrustedView(text, opts = {}) {
   const keep = Math.max(0, max);
   const headEnd = safeEnd(s, Math.ceil(keep * 0.6));
   const tailStart = safeStart(s, s.length - (keep - headEnd));
-  const cut = tailStart - headEnd;
+  const cut2 = tailStart - headEnd;
   const head = mark(s.slice(0, headEnd), lines, opts.keepTabs, opts.block);
   const tail = mark(s.slice(tailStart), lines, opts.keepTabs, opts.block);
-  return { text: `${head.text} \u2026[${cut} characters cut]\u2026 ${tail.text}`, cut, marked: head.marked + tail.marked };
+  return { text: `${head.text} \u2026[${cut2} characters cut]\u2026 ${tail.text}`, cut: cut2, marked: head.marked + tail.marked };
 }
 function showUntrusted(text, opts = {}) {
   return untrustedView(text, opts).text;
@@ -44850,7 +44856,17 @@ var WorkerEvent = external_exports.discriminatedUnion("type", [
     /** The worker whose task this one runs again (retry): it stays in that worker's batch, as the same task. */
     retryOf: external_exports.string().optional()
   }),
-  external_exports.object({ ...base, type: external_exports.literal("worker.state"), state: WorkerState, reason: external_exports.string().optional() }),
+  external_exports.object({
+    ...base,
+    type: external_exports.literal("worker.state"),
+    state: WorkerState,
+    reason: external_exports.string().optional(),
+    /**
+     * On a stop: the worker id of the other attempt of its task whose build made the engine stop it, else null. Absent
+     * in the logs of older engines, which named that attempt only in `reason` (read there for those alone).
+     */
+    lostTo: external_exports.string().nullable().optional()
+  }),
   external_exports.object({
     ...base,
     type: external_exports.literal("worker.workspace"),
@@ -44951,6 +44967,11 @@ var Worker = external_exports.object({
   /** The worker whose task it runs again (a retry), or null. */
   retryOf: external_exports.string().nullable().default(null),
   /**
+   * A losing attempt: the engine stopped it because this other attempt of its task was built (its worker id). Null when
+   * it is no losing attempt, and again once it runs on (resumed anyway).
+   */
+  lostTo: external_exports.string().nullable().default(null),
+  /**
    * Time on the model (ms): spent running with no ask waiting for a person. Queued, starting, waiting for a person,
    * settled and grading time are not in it (shared/metrics.ts turns tokens over it into tok/s).
    */
@@ -45024,6 +45045,7 @@ function reduceWorker(w, e) {
       discarded: false,
       attempt: e.attempt ?? null,
       retryOf: e.retryOf ?? null,
+      lostTo: null,
       modelMs: 0,
       modelSince: null,
       lastSeq: e.seq
@@ -45035,6 +45057,7 @@ function reduceWorker(w, e) {
     case "worker.state":
       next.state = e.state;
       next.stateReason = e.reason ?? null;
+      next.lostTo = e.state !== "stopped" ? null : e.lostTo !== void 0 ? e.lostTo : lostToFromOldReason(e.reason);
       if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
       next.endedAt = isAtRest(e.state) ? e.ts : null;
       if (!isActive(e.state)) {
@@ -45167,8 +45190,10 @@ var AttemptRow = external_exports.object({
   /** Seconds from its start to its end (null while it runs or when it never started). */
   durationSec: external_exports.number().nullable(),
   gradedAt: external_exports.number().nullable(),
-  /** The engine stopped it because another attempt was built. */
-  stoppedForWinner: external_exports.boolean()
+  /** The engine stopped it because another attempt was built (`lostTo` names it). */
+  stoppedForWinner: external_exports.boolean(),
+  /** The attempt whose build made the engine stop it (a worker id), or null. */
+  lostTo: external_exports.string().nullable()
 });
 var AttemptGroup = external_exports.object({
   groupId: external_exports.string(),
@@ -45180,12 +45205,10 @@ var AttemptGroup = external_exports.object({
   winner: external_exports.string().nullable()
 });
 var AttemptGroupRef = external_exports.object({ groupId: IdRef("groupId") });
-var STOPPED_FOR_WINNER = "another attempt of this task was built";
-var stoppedForWinnerReason = (winnerId) => `${STOPPED_FOR_WINNER} (${winnerId}); the others still running were stopped`;
-function stoppedForWinner(w) {
-  const reason = w.state === "stopped" ? w.stateReason ?? "" : "";
-  if (!reason.startsWith(STOPPED_FOR_WINNER)) return null;
-  return /^ \(([^()\s]+)\)/.exec(reason.slice(STOPPED_FOR_WINNER.length))?.[1] ?? "";
+function mergedSibling(w, workers) {
+  if (!w.attempt) return null;
+  for (const x of workers) if (x.id !== w.id && x.attempt?.groupId === w.attempt.groupId && x.merged && !x.reverted) return x;
+  return null;
 }
 function flagsOf(v) {
   const f = v.flags;
@@ -45252,7 +45275,8 @@ function attemptGroup(groupId, workers) {
       tokens: tokensOf(w),
       durationSec: w.startedAt !== null && w.endedAt !== null ? Math.max(0, (w.endedAt - w.startedAt) / 1e3) : null,
       gradedAt: w.verdict?.gradedAt ?? null,
-      stoppedForWinner: stoppedForWinner(w) !== null
+      stoppedForWinner: w.lostTo !== null,
+      lostTo: w.lostTo
     })),
     settled: ws.length > 0 && ws.every((w) => isAtRest(w.state)),
     winner: winner?.id ?? null
@@ -45379,8 +45403,12 @@ var ErrorKind = external_exports.enum([
   // a serving record / capture request is wrong
   "start",
   // a model start failed (data.failure: its classification, data.phase)
-  "no-target"
+  "no-target",
   // no active target, and none was named
+  "attempt-merged",
+  // another attempt of the worker's task was merged: the task is done (data.workerId, data.merged, data.into, data.commit)
+  "merges-cleanly"
+  // a continue on the new base of a worker whose change merges as the base is now (data.workerId, data.into)
 ]);
 var ErrorData = external_exports.record(external_exports.string(), external_exports.union([external_exports.string(), external_exports.number(), external_exports.boolean(), external_exports.null()]));
 var OcwError = class extends Error {
@@ -45518,7 +45546,8 @@ var PushResult = external_exports.object({
 var CLIENT_HEADER = "x-ocw-client";
 var API_PATH = "/trpc";
 var HEALTH_PATH = "/health";
-var EngineHealth = external_exports.object({ ok: external_exports.literal(true), pid: external_exports.number().int(), instanceId: external_exports.string() });
+var EngineBuild = external_exports.object({ version: external_exports.string().max(100).nullable(), id: external_exports.string().max(100) });
+var EngineHealth = external_exports.object({ ok: external_exports.literal(true), pid: external_exports.number().int(), instanceId: external_exports.string(), build: EngineBuild.optional() });
 var EngineLock = external_exports.object({
   pid: external_exports.number().int(),
   /** The kernel's start time of `pid` (null where the OS gives none): a reused pid is not the engine. */
@@ -45538,7 +45567,7 @@ var VERSION = "0.1.0";
 // engine/commands/deploy.ts
 import { mkdirSync as mkdirSync5, mkdtempSync, writeFileSync as writeFileSync5 } from "node:fs";
 import os2 from "node:os";
-import path9 from "node:path";
+import path10 from "node:path";
 
 // shared/deploy.ts
 var KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
@@ -46074,28 +46103,28 @@ var noop = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path78, memo2) {
+function createInnerProxy(callback, path79, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path78.join(".");
+  const cacheKey = path79.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path78, key], memo2);
+      return createInnerProxy(callback, [...path79, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path78[path78.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path78.slice(0, -1).join(".")})`;
+      const lastOfPath = path79[path79.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path79.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path78
+        path: path79
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path78.slice(0, -1)
+        path: path79.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path78.slice(0, -1)
+        path: path79.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -46238,12 +46267,12 @@ function _objectSpread22(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path78, error: error46, config: config3 } = opts;
+  const { path: path79, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path78,
+    path: path79,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread22(_objectSpread22({}, opts), {}, { shape }));
@@ -46413,13 +46442,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path78 = []) {
+    function step(from, path79 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path78, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path79, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path78, key].join(".")] = createLazyLoader({
-            path: path78,
+          lazy3[[...path79, key].join(".")] = createLazyLoader({
+            path: path79,
             ref: item,
             key,
             aggregate
@@ -46427,14 +46456,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path78, key]);
+          aggregate[key] = step(getRouterInput(item), [...path79, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path78, key]);
+          aggregate[key] = step(item, [...path79, key]);
           continue;
         }
-        const newPath = [...path78, key].join(".");
+        const newPath = [...path79, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -46458,14 +46487,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path78) {
+async function getProcedureAtPath(router, path79) {
   const { _def } = router;
-  let procedure = _def.procedures[path78];
+  let procedure = _def.procedures[path79];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path78 === key2 || path78.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path79 === key2 || path79.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path78];
+    procedure = _def.procedures[path79];
   }
   return procedure;
 }
@@ -46474,15 +46503,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path78, args } = innerOpts;
-        const fullPath = path78.join(".");
-        if (path78.length === 1 && path78[0] === "_def") return _def;
+        const { path: path79, args } = innerOpts;
+        const fullPath = path79.join(".");
+        if (path79.length === 1 && path79[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path78}"`
+            message: `No procedure found on path "${path79}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -46542,13 +46571,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path78, separator) {
-  if (separator === ".") return path78;
-  return path78.split(".").join(separator);
+function procedurePathToURLPath(path79, separator) {
+  if (separator === ".") return path79;
+  return path79.split(".").join(separator);
 }
-function urlPathToProcedurePath(path78, separator) {
-  if (separator === ".") return path78;
-  return path78.split(separator).join(".");
+function urlPathToProcedurePath(path79, separator) {
+  if (separator === ".") return path79;
+  return path79.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -46807,11 +46836,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path78, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path78);
+    const calls = await Promise.all(paths.map(async (path79, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path79);
       return {
         batchIndex: index,
-        path: path78,
+        path: path79,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -47462,9 +47491,9 @@ function isPromise(value) {
   return (isObject2(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path78) {
-    super("Max depth reached at path: " + path78.join("."));
-    this.path = path78;
+  constructor(path79) {
+    super("Max depth reached at path: " + path79.join("."));
+    this.path = path79;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -47482,16 +47511,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path78) {
+    function encodePromise(promise2, path79) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path78);
+          const error46 = checkMaxDepth(path79);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path78
+                path: path79
               });
             });
             promise2 = Promise.reject(error46);
@@ -47501,20 +47530,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path78)
+              encode3(next, path79)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path78
+              path: path79
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path78
+                path: path79
               })
             ];
           }
@@ -47524,12 +47553,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path78) {
+    function encodeAsyncIterable(iterable2, path79) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path78);
+            const error46 = checkMaxDepth(path79);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -47539,28 +47568,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path78)
+                    encode3(next.value, path79)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path78)
+                  encode3(next.value, path79)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path78
+                path: path79
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path78
+                  path: path79
                 })
               ];
             }
@@ -47575,27 +47604,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path78) {
-      if (opts.maxDepth && path78.length > opts.maxDepth) return new MaxDepthError(path78);
+    function checkMaxDepth(path79) {
+      if (opts.maxDepth && path79.length > opts.maxDepth) return new MaxDepthError(path79);
       return null;
     }
-    function encodeAsync3(value, path78) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path78)];
+    function encodeAsync3(value, path79) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path79)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path78.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path78)];
+        if (opts.maxDepth && path79.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path79)];
       }
       return null;
     }
-    function encode3(value, path78) {
+    function encode3(value, path79) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path78);
+      const reg = encodeAsync3(value, path79);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject2(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path78, key]);
+        const transformed = encodeAsync3(item, [...path79, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -47909,13 +47938,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path78) {
+function decodePath(path79) {
   try {
-    return decodeURIComponent(path78);
+    return decodeURIComponent(path79);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path78}"`,
+      message: `Invalid URL-encoding in path "${path79}"`,
       cause
     });
   }
@@ -48184,11 +48213,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call === null || call === void 0 ? void 0 : call.result();
-              const path78 = call === null || call === void 0 ? void 0 : call.path;
+              const path79 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path78,
+                path: path79,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -48199,7 +48228,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path78,
+                path: path79,
                 type
               });
             }
@@ -48315,14 +48344,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call === null || call === void 0 ? void 0 : call.result();
-          const path78 = call === null || call === void 0 ? void 0 : call.path;
+          const path79 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path78,
+            path: path79,
             type
           });
         }
@@ -49038,7 +49067,7 @@ function httpLink(opts) {
     return (operationOpts) => {
       const { op } = operationOpts;
       return observable((observer) => {
-        const { path: path78, input: input2, type } = op;
+        const { path: path79, input: input2, type } = op;
         if (type === "subscription") throw new Error("Subscriptions are unsupported by `httpLink` - use `httpSubscriptionLink` or `wsLink`");
         const ac = new AbortController();
         const { signal, cleanup } = raceAbortSignalsWithCleanup(op.signal, ac.signal);
@@ -49046,7 +49075,7 @@ function httpLink(opts) {
         try {
           request = universalRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path78,
+            path: path79,
             input: input2,
             signal,
             headers() {
@@ -49204,21 +49233,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path78 = batchOps.map((op) => op.path).join(",");
+          const path79 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path78,
+            path: path79,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path78 = batchOps.map((op) => op.path).join(",");
+          const path79 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
-            path: path78,
+            path: path79,
             inputs,
             type,
             headers() {
@@ -49464,30 +49493,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path78, input2, opts) {
+  query(path79, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path78,
+      path: path79,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path78, input2, opts) {
+  mutation(path79, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path78,
+      path: path79,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path78, input2, opts = {}) {
+  subscription(path79, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path78,
+      path: path79,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -49552,8 +49581,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path78, args }) => {
-    const pathCopy = [...path78];
+  const proxy = createRecursiveProxy(({ path: path79, args }) => {
+    const pathCopy = [...path79];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -49628,7 +49657,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path78, input: input2 } = op;
+        const { type, path: path79, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -49638,7 +49667,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path78,
+            path: path79,
             pathSeparator,
             type,
             signal: null
@@ -50418,18 +50447,21 @@ function addressOf(lock2) {
 function connect(target, client2) {
   return createEngineClient("origin" in target ? target : addressOf(target), client2);
 }
-async function healthy(lock2, timeoutMs = 2e3) {
+async function engineHealth(lock2, timeoutMs = 2e3) {
   try {
     const res = await fetch(`${addressOf(lock2).origin}${HEALTH_PATH}`, {
       headers: { authorization: `Bearer ${lock2.token}` },
       signal: AbortSignal.timeout(timeoutMs)
     });
-    if (!res.ok) return false;
+    if (!res.ok) return null;
     const h3 = EngineHealth.safeParse(await res.json());
-    return h3.success && h3.data.pid === lock2.pid && h3.data.instanceId === lock2.instanceId;
+    return h3.success && h3.data.pid === lock2.pid && h3.data.instanceId === lock2.instanceId ? h3.data : null;
   } catch {
-    return false;
+    return null;
   }
+}
+async function healthy(lock2, timeoutMs = 2e3) {
+  return await engineHealth(lock2, timeoutMs) !== null;
 }
 
 // engine/config.ts
@@ -50514,70 +50546,128 @@ function config2(env2 = process.env) {
 
 // engine/api/launcher.ts
 import { spawn as spawn2 } from "node:child_process";
-import { existsSync as existsSync2, rmSync as rmSync3, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
-import path7 from "node:path";
+import { existsSync as existsSync3, rmSync as rmSync3, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
+import path8 from "node:path";
+
+// shared/engine-build.ts
+function compareVersions(a2, b) {
+  const parts = (v) => /^v?(\d+(?:\.\d+)*)/.exec(v.trim())?.[1]?.split(".").map(Number) ?? null;
+  const x = parts(a2);
+  const y = parts(b);
+  if (!x || !y) return null;
+  for (let i2 = 0; i2 < Math.max(x.length, y.length); i2++) {
+    const d = (x[i2] ?? 0) - (y[i2] ?? 0);
+    if (d !== 0) return d < 0 ? -1 : 1;
+  }
+  return 0;
+}
+function engineIsOlder(engine, client2) {
+  if (!client2 || compareVersions(client2, client2) === null) return false;
+  if (!engine) return true;
+  if (!engine.version) return false;
+  return compareVersions(engine.version, client2) === -1;
+}
+function engineVersionText(engine) {
+  return engine?.version ?? (engine ? "of an unknown version" : "0.1.22 or older");
+}
+
+// engine/api/build-info.ts
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+function bundleOf(file3) {
+  if (path.basename(file3) === "ocw.mjs" && path.basename(path.dirname(file3)) === "dist") return file3;
+  const beside = path.join(path.dirname(path.dirname(file3)), "dist", "ocw.mjs");
+  return existsSync(beside) ? beside : file3;
+}
+function versionNear(bundle) {
+  const root2 = path.dirname(path.dirname(bundle));
+  for (const manifest of [path.join(root2, ".claude-plugin", "plugin.json"), path.join(root2, "plugin", ".claude-plugin", "plugin.json")]) {
+    try {
+      const v = JSON.parse(readFileSync(manifest, "utf8")).version;
+      if (typeof v === "string" && v.trim()) return v.trim().slice(0, 100);
+    } catch {
+    }
+  }
+  return null;
+}
+var builds = /* @__PURE__ */ new Map();
+function buildOf(file3) {
+  const bundle = bundleOf(path.resolve(file3));
+  let b = builds.get(bundle);
+  if (!b) {
+    let id3 = "unknown";
+    try {
+      id3 = createHash("sha256").update(readFileSync(bundle)).digest("hex").slice(0, 12);
+    } catch {
+    }
+    b = { version: versionNear(bundle), id: id3 };
+    builds.set(bundle, b);
+  }
+  return b;
+}
 
 // engine/api/lock.ts
 import { randomBytes } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync4, readdirSync as readdirSync3, readFileSync as readFileSync4, rmSync as rmSync2, writeFileSync as writeFileSync3 } from "node:fs";
-import path6 from "node:path";
+import { linkSync, mkdirSync as mkdirSync4, readdirSync as readdirSync3, readFileSync as readFileSync5, rmSync as rmSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import path7 from "node:path";
 
 // engine/store/json-file.ts
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import path from "node:path";
+import { mkdirSync, readFileSync as readFileSync2, renameSync, writeFileSync } from "node:fs";
+import path2 from "node:path";
 function readJson(file3, fallback) {
   try {
-    return JSON.parse(readFileSync(file3, "utf8"));
+    return JSON.parse(readFileSync2(file3, "utf8"));
   } catch (err) {
     if (err.code === "ENOENT") return fallback;
     throw new Error(`cannot read ${file3}: ${err.message}. Fix or remove the file.`);
   }
 }
 function writeJsonAtomic(file3, value, mode = 384) {
-  mkdirSync(path.dirname(file3), { recursive: true, mode: 448 });
+  mkdirSync(path2.dirname(file3), { recursive: true, mode: 448 });
   const tmp = `${file3}.${process.pid}.tmp`;
   writeFileSync(tmp, JSON.stringify(value, null, 2) + "\n", { mode });
   renameSync(tmp, file3);
 }
 
 // node_modules/env-paths/index.js
-import path2 from "node:path";
+import path3 from "node:path";
 import os from "node:os";
 import process2 from "node:process";
 var homedir = os.homedir();
 var tmpdir = os.tmpdir();
 var { env } = process2;
 var macos = (name) => {
-  const library = path2.join(homedir, "Library");
+  const library = path3.join(homedir, "Library");
   return {
-    data: path2.join(library, "Application Support", name),
-    config: path2.join(library, "Preferences", name),
-    cache: path2.join(library, "Caches", name),
-    log: path2.join(library, "Logs", name),
-    temp: path2.join(tmpdir, name)
+    data: path3.join(library, "Application Support", name),
+    config: path3.join(library, "Preferences", name),
+    cache: path3.join(library, "Caches", name),
+    log: path3.join(library, "Logs", name),
+    temp: path3.join(tmpdir, name)
   };
 };
 var windows = (name) => {
-  const appData = env.APPDATA || path2.join(homedir, "AppData", "Roaming");
-  const localAppData = env.LOCALAPPDATA || path2.join(homedir, "AppData", "Local");
+  const appData = env.APPDATA || path3.join(homedir, "AppData", "Roaming");
+  const localAppData = env.LOCALAPPDATA || path3.join(homedir, "AppData", "Local");
   return {
     // Data/config/cache/log are invented by me as Windows isn't opinionated about this
-    data: path2.join(localAppData, name, "Data"),
-    config: path2.join(appData, name, "Config"),
-    cache: path2.join(localAppData, name, "Cache"),
-    log: path2.join(localAppData, name, "Log"),
-    temp: path2.join(tmpdir, name)
+    data: path3.join(localAppData, name, "Data"),
+    config: path3.join(appData, name, "Config"),
+    cache: path3.join(localAppData, name, "Cache"),
+    log: path3.join(localAppData, name, "Log"),
+    temp: path3.join(tmpdir, name)
   };
 };
 var linux = (name) => {
-  const username = path2.basename(homedir);
+  const username = path3.basename(homedir);
   return {
-    data: path2.join(env.XDG_DATA_HOME || path2.join(homedir, ".local", "share"), name),
-    config: path2.join(env.XDG_CONFIG_HOME || path2.join(homedir, ".config"), name),
-    cache: path2.join(env.XDG_CACHE_HOME || path2.join(homedir, ".cache"), name),
+    data: path3.join(env.XDG_DATA_HOME || path3.join(homedir, ".local", "share"), name),
+    config: path3.join(env.XDG_CONFIG_HOME || path3.join(homedir, ".config"), name),
+    cache: path3.join(env.XDG_CACHE_HOME || path3.join(homedir, ".cache"), name),
     // https://wiki.debian.org/XDGBaseDirectorySpecification#state
-    log: path2.join(env.XDG_STATE_HOME || path2.join(homedir, ".local", "state"), name),
-    temp: path2.join(tmpdir, username, name)
+    log: path3.join(env.XDG_STATE_HOME || path3.join(homedir, ".local", "state"), name),
+    temp: path3.join(tmpdir, username, name)
   };
 };
 function envPaths(name, { suffix = "nodejs" } = {}) {
@@ -50598,10 +50688,10 @@ function envPaths(name, { suffix = "nodejs" } = {}) {
 
 // engine/store/paths.ts
 import { chmodSync, mkdirSync as mkdirSync2, statSync } from "node:fs";
-import path3 from "node:path";
+import path4 from "node:path";
 function stateDir(env2 = process.env) {
   const configured = config2(env2).OCW_STATE_DIR;
-  const dir = configured ? path3.resolve(configured) : envPaths("opencode-worker", { suffix: "" }).data;
+  const dir = configured ? path4.resolve(configured) : envPaths("opencode-worker", { suffix: "" }).data;
   mkdirSync2(dir, { recursive: true, mode: 448 });
   private700(dir);
   return dir;
@@ -50615,7 +50705,7 @@ function private700(dir) {
 }
 
 // engine/store/targets.ts
-import path4 from "node:path";
+import path5 from "node:path";
 
 // shared/cost.ts
 var Price = external_exports.object({
@@ -50776,7 +50866,7 @@ function targetShown(t2) {
 
 // engine/store/targets.ts
 var TargetStore = class {
-  constructor(file3 = path4.join(stateDir(), "targets.json")) {
+  constructor(file3 = path5.join(stateDir(), "targets.json")) {
     this.file = file3;
   }
   file;
@@ -50831,19 +50921,19 @@ var TargetStore = class {
 // engine/store/worker-log.ts
 import {
   closeSync,
-  existsSync,
+  existsSync as existsSync2,
   fstatSync,
   ftruncateSync,
   mkdirSync as mkdirSync3,
   openSync,
   readdirSync,
-  readFileSync as readFileSync2,
+  readFileSync as readFileSync3,
   readSync,
   rmSync,
   statSync as statSync2,
   writeSync
 } from "node:fs";
-import path5 from "node:path";
+import path6 from "node:path";
 var OPEN_LOGS_CAP = 256;
 var WorkerLogStore = class {
   constructor(root2, cap2 = OPEN_LOGS_CAP) {
@@ -50857,10 +50947,10 @@ var WorkerLogStore = class {
   /** Open logs by worker id, least recently appended first. */
   open = /* @__PURE__ */ new Map();
   file(workerId) {
-    return path5.join(this.root, workerId, "events.jsonl");
+    return path6.join(this.root, workerId, "events.jsonl");
   }
   dir(workerId) {
-    return path5.join(this.root, workerId);
+    return path6.join(this.root, workerId);
   }
   /** How many logs are open now. */
   get openCount() {
@@ -50886,7 +50976,7 @@ var WorkerLogStore = class {
         size = st.size;
       } else {
         if (h3) this.closeOne(id3);
-        madeDir = mkdirSync3(path5.dirname(file3), { recursive: true, mode: 448 });
+        madeDir = mkdirSync3(path6.dirname(file3), { recursive: true, mode: 448 });
         fd = openSync(file3, "a+", 384);
         const ost = fstatSync(fd);
         h3 = { file: file3, fd, dev: ost.dev, ino: ost.ino };
@@ -50941,10 +51031,10 @@ var WorkerLogStore = class {
   }
   load(workerId) {
     const file3 = this.file(workerId);
-    if (!existsSync(file3)) return { workerId, events: [], skipped: 0 };
+    if (!existsSync2(file3)) return { workerId, events: [], skipped: 0 };
     const events = [];
     let skipped = 0;
-    for (const line of readFileSync2(file3, "utf8").split("\n")) {
+    for (const line of readFileSync3(file3, "utf8").split("\n")) {
       if (!line.trim()) continue;
       try {
         const parsed = WorkerEvent.safeParse(JSON.parse(line));
@@ -50957,13 +51047,13 @@ var WorkerLogStore = class {
     return { workerId, events, skipped };
   }
   list() {
-    return readdirSync(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync(path5.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
+    return readdirSync(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync2(path6.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
   }
 };
 
 // engine/process/process.ts
 import { execFileSync } from "node:child_process";
-import { readdirSync as readdirSync2, readFileSync as readFileSync3, writeFileSync as writeFileSync2 } from "node:fs";
+import { readdirSync as readdirSync2, readFileSync as readFileSync4, writeFileSync as writeFileSync2 } from "node:fs";
 function signalablePid(pid) {
   return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
 }
@@ -50971,7 +51061,7 @@ function processStartTime(pid) {
   if (!Number.isInteger(pid) || pid <= 0) return null;
   if (process.platform === "linux") {
     try {
-      const stat = readFileSync3(`/proc/${pid}/stat`, "utf8");
+      const stat = readFileSync4(`/proc/${pid}/stat`, "utf8");
       const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       return rest[19] ?? null;
     } catch {
@@ -51016,7 +51106,7 @@ function childPids(pid) {
     for (const d of readdirSync2("/proc")) {
       if (!/^\d+$/.test(d)) continue;
       try {
-        const stat = readFileSync3(`/proc/${d}/stat`, "utf8");
+        const stat = readFileSync4(`/proc/${d}/stat`, "utf8");
         const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
         if (ppid === pid) out.push(Number(d));
       } catch {
@@ -51064,7 +51154,7 @@ function writePidFile(file3, pid) {
 function readPidFile(file3) {
   let text;
   try {
-    text = readFileSync3(file3, "utf8").trim();
+    text = readFileSync4(file3, "utf8").trim();
   } catch {
     return null;
   }
@@ -51460,11 +51550,11 @@ var Supervisor = class {
 };
 
 // engine/api/lock.ts
-var lockFile = (stateDir2) => path6.join(stateDir2, "engine.json");
-var ownerDir = (stateDir2) => path6.join(stateDir2, "engine.owner");
+var lockFile = (stateDir2) => path7.join(stateDir2, "engine.json");
+var ownerDir = (stateDir2) => path7.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
   try {
-    return EngineLock.parse(JSON.parse(readFileSync4(lockFile(stateDir2), "utf8")));
+    return EngineLock.parse(JSON.parse(readFileSync5(lockFile(stateDir2), "utf8")));
   } catch {
     return null;
   }
@@ -51476,16 +51566,16 @@ function readLock(stateDir2) {
 function supervisorOf(lock2) {
   return lock2?.supervisorPid ? { pid: lock2.supervisorPid, startTime: lock2.supervisorStartTime ?? null } : null;
 }
-var endpointFile = (stateDir2) => path6.join(stateDir2, "engine.endpoint.json");
+var endpointFile = (stateDir2) => path7.join(stateDir2, "engine.endpoint.json");
 var Endpoint = external_exports.object({ port: external_exports.number().int().min(1).max(65535), token: external_exports.string().min(16) });
 function lastEndpoint(stateDir2) {
   try {
-    return Endpoint.parse(JSON.parse(readFileSync4(endpointFile(stateDir2), "utf8")));
+    return Endpoint.parse(JSON.parse(readFileSync5(endpointFile(stateDir2), "utf8")));
   } catch {
     return null;
   }
 }
-var stopFile = (stateDir2) => path6.join(stateDir2, "engine.stopped.json");
+var stopFile = (stateDir2) => path7.join(stateDir2, "engine.stopped.json");
 var StopRecord = external_exports.object({ at: external_exports.number(), pid: external_exports.number().int(), by: external_exports.string().max(300) });
 function recordStop(stateDir2, by) {
   try {
@@ -51495,10 +51585,29 @@ function recordStop(stateDir2, by) {
 }
 function lastStop(stateDir2) {
   try {
-    return StopRecord.parse(JSON.parse(readFileSync4(stopFile(stateDir2), "utf8")));
+    return StopRecord.parse(JSON.parse(readFileSync5(stopFile(stateDir2), "utf8")));
   } catch {
     return null;
   }
+}
+var upgradeFile = (stateDir2) => path7.join(stateDir2, "engine.upgrade.json");
+var UpgradeRecord = external_exports.object({ at: external_exports.number(), pid: external_exports.number().int(), from: external_exports.string().max(200), to: external_exports.string().max(200) });
+function recordUpgrade(stateDir2, r) {
+  try {
+    writeJsonAtomic(upgradeFile(stateDir2), r, 384);
+  } catch {
+  }
+}
+function lastUpgrade(stateDir2) {
+  try {
+    return UpgradeRecord.parse(JSON.parse(readFileSync5(upgradeFile(stateDir2), "utf8")));
+  } catch {
+    return null;
+  }
+}
+function stopWasUpgrade(stateDir2, stop) {
+  const up = lastUpgrade(stateDir2);
+  return !!up && up.pid === stop.pid && up.at <= stop.at + 1e3 && stop.at - up.at < 6e4;
 }
 function writeEndpoint(stateDir2, e) {
   writeJsonAtomic(endpointFile(stateDir2), e, 384);
@@ -51509,7 +51618,7 @@ function writeLock(stateDir2, lock2) {
 function removeLock(stateDir2, pid = process.pid) {
   const file3 = lockFile(stateDir2);
   try {
-    const lock2 = JSON.parse(readFileSync4(file3, "utf8"));
+    const lock2 = JSON.parse(readFileSync5(file3, "utf8"));
     if (lock2.pid === pid) rmSync2(file3, { force: true });
   } catch {
   }
@@ -51531,7 +51640,7 @@ function generations(stateDir2) {
 }
 function readOwner(stateDir2, generation) {
   try {
-    return OwnerRecord.parse(JSON.parse(readFileSync4(path6.join(ownerDir(stateDir2), String(generation)), "utf8")));
+    return OwnerRecord.parse(JSON.parse(readFileSync5(path7.join(ownerDir(stateDir2), String(generation)), "utf8")));
   } catch (err) {
     return err.code === "ENOENT" ? "gone" : "unreadable";
   }
@@ -51543,7 +51652,7 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
   mkdirSync4(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
-  const tmp = path6.join(dir, `.claim-${me.pid}-${instanceId}`);
+  const tmp = path7.join(dir, `.claim-${me.pid}-${instanceId}`);
   writeFileSync3(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
   try {
     for (let attempt = 0; attempt < 1e3; attempt++) {
@@ -51556,17 +51665,17 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
       }
       const mine = newest + 1;
       try {
-        linkSync(tmp, path6.join(dir, String(mine)));
+        linkSync(tmp, path7.join(dir, String(mine)));
       } catch (err) {
         if (err.code === "EEXIST") continue;
         throw err;
       }
       const all = generations(stateDir2);
       if ((all[0] ?? 0) > mine) {
-        rmSync2(path6.join(dir, String(mine)), { force: true });
+        rmSync2(path7.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g2 of all) if (g2 < mine) rmSync2(path6.join(dir, String(g2)), { force: true });
+      for (const g2 of all) if (g2 < mine) rmSync2(path7.join(dir, String(g2)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
@@ -51577,11 +51686,11 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
 function releaseOwnership(stateDir2, claim) {
   const dir = ownerDir(stateDir2);
   if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
-  const tmp = path6.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  const tmp = path7.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
   try {
     writeFileSync3(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
-    linkSync(tmp, path6.join(dir, String(claim.generation + 1)));
-    rmSync2(path6.join(dir, String(claim.generation)), { force: true });
+    linkSync(tmp, path7.join(dir, String(claim.generation + 1)));
+    rmSync2(path7.join(dir, String(claim.generation)), { force: true });
   } catch {
   } finally {
     rmSync2(tmp, { force: true });
@@ -51598,12 +51707,60 @@ function currentOwner(stateDir2) {
 
 // engine/api/launcher.ts
 function selfCommand() {
-  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path7.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path8.resolve(process.argv[1] ?? "ocw.mjs") };
+}
+function olderEngineText(o2, self) {
+  const work = o2.atWork === null ? "its workers could not be counted" : `${o2.atWork} worker${o2.atWork === 1 ? " is" : "s are"} at work on it`;
+  return `the running engine is ${o2.engine}, ${self} ${o2.client} (${work}): it is replaced once no worker is at work, or now with \`ocw stop\` (running workers become interrupted, resumable)`;
+}
+var saidOlder = /* @__PURE__ */ new Set();
+function sayOlderOnce(o2) {
+  if (saidOlder.has(o2.instanceId)) return;
+  saidOlder.add(o2.instanceId);
+  process.stderr.write(`ocw: ${olderEngineText(o2, "this ocw")}
+`);
+}
+async function workersAtWork(lock2) {
+  try {
+    const st = await connect(lock2, "cli:ocw upgrade").status.query();
+    const counts = st.workers ?? {};
+    return Object.entries(counts).reduce((n2, [state, k]) => AT_REST_STATES.includes(state) ? n2 : n2 + k, 0);
+  } catch {
+    return null;
+  }
+}
+async function stopForUpgrade(stateDir2, lock2, from, to) {
+  recordUpgrade(stateDir2, { at: Date.now(), pid: lock2.pid, from, to });
+  await connect(lock2, "cli:ocw upgrade").shutdown.mutate().catch(() => void 0);
+  const holding = () => readLock(stateDir2)?.instanceId === lock2.instanceId || currentOwner(stateDir2)?.instanceId === lock2.instanceId;
+  const deadline = Date.now() + 15e3;
+  while (Date.now() < deadline && holding()) await new Promise((r) => setTimeout(r, 50));
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
-  const existing = readLock(stateDir2);
-  if (existing && await healthy(existing)) return existing;
+  const command = opts.command ?? selfCommand();
+  let existing = readLock(stateDir2);
+  const health = existing ? await engineHealth(existing) : null;
+  if (existing && health) {
+    const mine = buildOf(command.bundle);
+    if (!engineIsOlder(health.build, mine.version)) return existing;
+    const atWork = await workersAtWork(existing);
+    const older = {
+      pid: existing.pid,
+      instanceId: existing.instanceId,
+      engine: engineVersionText(health.build),
+      client: mine.version ?? "",
+      atWork
+    };
+    if (atWork !== 0) {
+      (opts.onOlderKept ?? sayOlderOnce)(older);
+      return existing;
+    }
+    await stopForUpgrade(stateDir2, existing, older.engine, older.client);
+    process.stderr.write(`ocw: replacing the running engine ${older.engine} (pid ${older.pid}, no worker at work) with ${older.client}
+`);
+    existing = readLock(stateDir2);
+  }
   const supervisor = supervisorOf(lastLock(stateDir2));
   const restarting = () => !existing && supervisor !== null && alive(supervisor);
   if (currentOwner(stateDir2) || restarting()) {
@@ -51616,8 +51773,7 @@ async function ensureEngine(stateDir2, opts = {}) {
         `the engine (pid ${owner.pid}) holds ${stateDir2} but did not answer within ${timeoutMs / 1e3}s: stop it (\`ocw stop\`, or kill ${owner.pid}) and try again`
       );
   }
-  const command = opts.command ?? selfCommand();
-  if (!existsSync2(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
+  if (!existsSync3(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
   const started = await startExclusive(stateDir2, timeoutMs, () => {
     const child = spawn2(command.node, [command.bundle, "serve", "--background"], {
       detached: true,
@@ -51632,7 +51788,7 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path7.join(stateDir2, "engine.starting");
+  const marker = path8.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
     writeFileSync4(marker, String(process.pid), { flag: "wx", mode: 384 });
@@ -51680,9 +51836,9 @@ function isSetupError(e, ...kinds) {
 
 // engine/commands/k8s-apply.ts
 import { spawnSync } from "node:child_process";
-import { existsSync as existsSync3 } from "node:fs";
+import { existsSync as existsSync4 } from "node:fs";
 import { randomBytes as randomBytes2 } from "node:crypto";
-import path8 from "node:path";
+import path9 from "node:path";
 var K8sInputError = class extends SetupError {
   constructor(message) {
     super("k8s", message);
@@ -51691,9 +51847,9 @@ var K8sInputError = class extends SetupError {
 };
 var generateKey = () => `ocw-${randomBytes2(24).toString("base64url")}`;
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path8.delimiter)) {
-    const p = dir && path8.join(dir, "kubectl");
-    if (p && existsSync3(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path9.delimiter)) {
+    const p = dir && path9.join(dir, "kubectl");
+    if (p && existsSync4(p)) return p;
   }
   return null;
 }
@@ -51749,9 +51905,9 @@ async function runDeployK8s(o2, env2 = process.env, planner = enginePlanner) {
     const { plan, kind, name, namespace, apiKeySecret, manifests: docs, yaml } = d;
     let file3 = null;
     if (output || apply) {
-      const dir = output ? path9.resolve(output) : mkdtempSync(path9.join(os2.tmpdir(), "ocw-k8s-"));
+      const dir = output ? path10.resolve(output) : mkdtempSync(path10.join(os2.tmpdir(), "ocw-k8s-"));
       mkdirSync5(dir, { recursive: true });
-      file3 = path9.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      file3 = path10.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync5(file3, yaml);
     }
     let applied = null;
@@ -51978,7 +52134,7 @@ function unattendedDecision(ask, mode) {
 }
 
 // engine/commands/target-flags.ts
-import { createHash } from "node:crypto";
+import { createHash as createHash2 } from "node:crypto";
 function checkEndpointUrl(flag2, endpoint) {
   let url2;
   try {
@@ -51999,7 +52155,7 @@ function checkEndpointUrl(flag2, endpoint) {
 function adhocTarget(endpoint, model, keyRef) {
   const url2 = checkEndpointUrl("--endpoint", endpoint);
   const base2 = url2.href.replace(/\/+$/, "");
-  const id3 = ADHOC_PREFIX + createHash("sha256").update(`${base2} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
+  const id3 = ADHOC_PREFIX + createHash2("sha256").update(`${base2} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
   return {
     id: id3,
     model,
@@ -52094,8 +52250,8 @@ async function gradeCommand(o2) {
 }
 
 // engine/commands/run.ts
-import { existsSync as existsSync4, readFileSync as readFileSync5 } from "node:fs";
-import path11 from "node:path";
+import { existsSync as existsSync5, readFileSync as readFileSync6 } from "node:fs";
+import path12 from "node:path";
 import readline from "node:readline";
 
 // shared/vocabulary.ts
@@ -52181,7 +52337,12 @@ var WaitInput = external_exports.object({
   /** Whether the pending asks carry their diffs (an edit's change; a form shows it): default true. */
   diffs: external_exports.boolean().default(true),
   /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
-  also: ids("also").optional()
+  also: ids("also").optional(),
+  /**
+   * Also answer at once (reason "blocked") when each followed worker not at rest waits only on asks in shownAsks:
+   * nothing moves until the caller answers them. Not set: such a wait runs to its time (a form waits for its ask).
+   */
+  blocked: external_exports.boolean().optional()
 }).strict().refine((x) => !x.workerIds !== !x.batchId, { message: "give workerIds or batchId (one of them)" });
 var WaitWorker = external_exports.object({
   id: external_exports.string(),
@@ -52210,8 +52371,11 @@ function slimBatch(b) {
 var WaitResult = external_exports.object({
   /** The workers waited on (a batch's as they were when the wait began to follow them). */
   workerIds: external_exports.array(external_exports.string()),
-  /** settled: every one at rest; news: a new ask or a worker finished since; timeout; aborted: the request was cancelled. */
-  reason: external_exports.enum(["settled", "news", "timeout", "aborted"]),
+  /**
+   * settled: every one at rest; news: a new ask or a worker finished since; blocked (asked for): each one not at rest
+   * waits on an ask the caller was shown; timeout; aborted: the request was cancelled.
+   */
+  reason: external_exports.enum(["settled", "news", "blocked", "timeout", "aborted"]),
   workers: external_exports.array(WaitWorker),
   batch: WaitBatch.nullable(),
   also: external_exports.array(WaitWorker)
@@ -52301,7 +52465,7 @@ function askNote(workerId, ask) {
 }
 
 // engine/mcp/format.ts
-import path10 from "node:path";
+import path11 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
@@ -52314,12 +52478,12 @@ function untrustedText(s, max, opts = {}) {
 var WORKSPACE_MARK = "\u27E8workspace\u27E9";
 function askWhat(a2, worktree) {
   if (!worktree) return a2.what;
-  const root2 = path10.resolve(worktree);
+  const root2 = path11.resolve(worktree);
   const swap = (p) => {
-    const abs = path10.resolve(p);
-    return abs === root2 ? "." : abs.startsWith(root2 + path10.sep) ? path10.relative(root2, abs).split(path10.sep).join("/") : p;
+    const abs = path11.resolve(p);
+    return abs === root2 ? "." : abs.startsWith(root2 + path11.sep) ? path11.relative(root2, abs).split(path11.sep).join("/") : p;
   };
-  if (path10.isAbsolute(a2.what)) return swap(a2.what);
+  if (path11.isAbsolute(a2.what)) return swap(a2.what);
   return a2.what.split(root2).join(WORKSPACE_MARK);
 }
 function toolField(name, where) {
@@ -52462,13 +52626,13 @@ function checkOut(c3, index, max, offset) {
   }
   const paged = pageOutput(c3.output, max, offset);
   let shown = untrustedText(paged.output, Number.MAX_SAFE_INTEGER, { block: true });
-  const cut = shown.length - 2 * max;
-  if (cut > 0) shown = `${shown.slice(0, 2 * max)}
-\u2026[${cut} more characters of escapes cut: call result with check and offset=0 to page it]`;
+  const cut2 = shown.length - 2 * max;
+  if (cut2 > 0) shown = `${shown.slice(0, 2 * max)}
+\u2026[${cut2} more characters of escapes cut: call result with check and offset=0 to page it]`;
   return {
     ...head,
-    truncated: paged.truncated || cut > 0,
-    nextOffset: paged.nextOffset ?? (cut > 0 ? 0 : null),
+    truncated: paged.truncated || cut2 > 0,
+    nextOffset: paged.nextOffset ?? (cut2 > 0 ? 0 : null),
     // What the check printed runs the worker's code: the worker controls it.
     untrusted: { output: shown }
   };
@@ -52704,7 +52868,7 @@ async function followAndAnswer(client2, ids2, approve, timeoutSec, batchId) {
 function parseBatch(file3) {
   let text;
   try {
-    text = readFileSync5(file3, "utf8");
+    text = readFileSync6(file3, "utf8");
   } catch (err) {
     const code2 = err.code;
     throw new CliError(
@@ -52733,7 +52897,7 @@ function parseBatch(file3) {
     const where = at === null ? i2.path.length ? `${i2.path.join(".")}: ` : "" : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
     throw new CliError(`batch file ${file3}: ${where}${i2.message}`);
   }
-  const base2 = path11.dirname(path11.resolve(file3));
+  const base2 = path12.dirname(path12.resolve(file3));
   const { tasks, integration, name } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: void 0, name: void 0 } : parsed.data;
   return {
     name,
@@ -52741,7 +52905,7 @@ function parseBatch(file3) {
       ...t2,
       ...id3 ? { id: id3 } : {},
       ...after.length ? { after } : {},
-      directory: path11.resolve(base2, dir ?? t2.directory)
+      directory: path12.resolve(base2, dir ?? t2.directory)
     })),
     integration
   };
@@ -52771,7 +52935,7 @@ async function runCommand2(o2) {
     if (o2.name !== void 0) batchName = o2.name.trim();
   } else {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
-    if (/^~(\/|$)/.test(o2.dir) && !existsSync4(path11.resolve(o2.dir)))
+    if (/^~(\/|$)/.test(o2.dir) && !existsSync5(path12.resolve(o2.dir)))
       throw new CliError(
         `--dir ${o2.dir}: a quoted ~ is not your home folder (the shell expands it only unquoted): give --dir "$HOME${o2.dir.slice(1)}" or an absolute path`
       );
@@ -52783,9 +52947,9 @@ async function runCommand2(o2) {
     if (o2.protect.some((g2) => !g2.trim()))
       throw new CliError('--protect is empty: give a glob of the files the worker must not change, e.g. --protect "test/**"');
     if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
-    const files = o2.heldBack ? path11.resolve(o2.heldBack) : void 0;
+    const files = o2.heldBack ? path12.resolve(o2.heldBack) : void 0;
     const checks = o2.check.map((run5) => files ? { run: run5, files } : { run: run5 });
-    specs = [{ task: o2.task, directory: path11.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path12.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   const checkDirectories = async (client3) => {
     for (const [n2, s] of specs.entries()) {
@@ -52802,7 +52966,7 @@ async function runCommand2(o2) {
   let ids2;
   let batchId = null;
   let groupId = null;
-  const dirty = Promise.all([...new Set(specs.map((s) => path11.resolve(s.directory)))].map(async (dir) => ({ dir, warning: await uncommitted(dir) })));
+  const dirty = Promise.all([...new Set(specs.map((s) => path12.resolve(s.directory)))].map(async (dir) => ({ dir, warning: await uncommitted(dir) })));
   try {
     if (attemptsMode) {
       const r = await client2.workers.startAttempts.mutate({
@@ -53001,14 +53165,15 @@ function attemptsJson(g2) {
       durationSec: a2.durationSec,
       noop: a2.noop,
       weakEvidence: a2.weakEvidence,
-      stoppedForWinner: a2.stoppedForWinner
+      stoppedForWinner: a2.stoppedForWinner,
+      lostTo: a2.lostTo
     })),
     winner: g2.winner
   };
 }
 function attemptsSummary(g2) {
   const rows = g2.attempts.map(
-    (a2) => `  ${a2.workerId === g2.winner ? "*" : " "} ${a2.index}. ${a2.workerId} on ${a2.target ?? "?"}: ${a2.verdict ?? a2.state}${a2.changedLines !== null ? `, ${counted(a2.changedLines, "changed line")}` : ""}${a2.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`
+    (a2) => `  ${a2.workerId === g2.winner ? "*" : " "} ${a2.index}. ${a2.workerId} on ${a2.target ?? "?"}: ${a2.verdict ?? a2.state}${a2.changedLines !== null ? `, ${counted(a2.changedLines, "changed line")}` : ""}${a2.lostTo ? ` (stopped: ${a2.lostTo} was built)` : ""}`
   );
   return [`attempts (${g2.groupId}): ${g2.winner ? `winner ${g2.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
 }
@@ -54934,12 +55099,26 @@ var EngineLink = class {
   lockPid = null;
   /** The engine the current lookup found (its instance id is the lock's while it runs). */
   found = null;
+  /**
+   * The running engine is older than this bridge and was kept, as workers are at work on it (launcher.ts). While it
+   * is, each call looks again, so the first call after its workers are all at rest replaces it.
+   */
+  older = null;
+  /** The older engine (its instance id) this bridge told its client about already: said once per engine. */
+  olderSaid = null;
   ensure() {
     this.lockP ??= (async () => {
       const had = readLock(this.stateDir);
-      const lock2 = await ensureEngine(this.stateDir).catch((err) => {
+      let older = null;
+      const lock2 = await ensureEngine(this.stateDir, {
+        onOlderKept: (o2) => {
+          older = o2;
+          if (this.older?.instanceId !== o2.instanceId) this.log(`kept the older engine (pid ${o2.pid}): ${olderEngineText(o2, "this bridge")}`);
+        }
+      }).catch((err) => {
         throw new ToolError(`cannot reach or start the opencode-worker engine: ${err.message}`);
       });
+      this.older = older;
       if (!had || had.pid !== lock2.pid) this.log(`started the engine (pid ${lock2.pid}, state ${this.stateDir})`);
       else if (this.lockPid !== lock2.pid) this.log(`attached to the engine (pid ${lock2.pid})`);
       this.lockPid = lock2.pid;
@@ -54958,6 +55137,8 @@ var EngineLink = class {
   async clientOn(header) {
     if (this.found && this.lockP === this.found.lockP && readLock(this.stateDir)?.instanceId !== this.found.instanceId) {
       this.log(`the engine (pid ${this.lockPid}) is gone; finding it again`);
+      this.lockP = null;
+    } else if (this.older && this.lockP === this.found?.lockP) {
       this.lockP = null;
     }
     const lockP = this.ensure();
@@ -54996,11 +55177,21 @@ var EngineLink = class {
    */
   stoppedSince(since) {
     const stop = lastStop(this.stateDir);
-    if (!stop || stop.at < since || readLock(this.stateDir)) return;
+    if (!stop || stop.at < since || readLock(this.stateDir) || stopWasUpgrade(this.stateDir, stop)) return;
     this.lockP = null;
     throw new ToolError(
       `the engine was stopped (${stop.by}) while this call waited: its running workers are interrupted. The next call starts it again; resume continues an interrupted worker`
     );
+  }
+  /**
+   * What to tell the client once about an older engine kept for its workers (null when there is none, or it was said):
+   * `self` names this side ("this bridge").
+   */
+  olderNote(self = "this bridge") {
+    const o2 = this.older;
+    if (!o2 || this.olderSaid === o2.instanceId) return null;
+    this.olderSaid = o2.instanceId;
+    return olderEngineText(o2, self);
   }
   get enginePid() {
     return this.lockPid;
@@ -55009,7 +55200,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile as execFile2 } from "node:child_process";
-import path12 from "node:path";
+import path13 from "node:path";
 import { promisify as promisify2 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -55371,8 +55562,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path78, errorMaps, issueData } = params;
-  const fullPath = [...path78, ...issueData.path || []];
+  const { data, path: path79, errorMaps, issueData } = params;
+  const fullPath = [...path79, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -55487,11 +55678,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path78, key) {
+  constructor(parent, value, path79, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path78;
+    this._path = path79;
     this._key = key;
   }
   get path() {
@@ -59016,11 +59207,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path78) {
-  if (path78.length === 0) {
+function getDotPath(path79) {
+  if (path79.length === 0) {
     return "object root";
   }
-  return path78.reduce((acc, seg, index) => {
+  return path79.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -63079,14 +63270,14 @@ ${showUntrustedBlock(ask.diff, { max: 1500 })}`;
   const v = askView(ask);
   const flags = v.flags.length ? `
 ${v.flags.map((f) => `\u2691 ${f}`).join("\n")}` : "";
-  const cut = v.cut ? `
+  const cut2 = v.cut ? `
 (${v.cut} characters cut from the middle)` : "";
   const always = v.always ? `always = also allow exactly ${v.always.map((p) => `[${p}]`).join(" ")} for the rest of this worker's run, each simple command on its own` : `"always" is not offered: ${v.alwaysWhy}`;
   return {
     // A multi-line command's later lines indented (as on the terminal): none starts where the form's own lines do.
     message: `${head} asks permission: ${tool} \u2014 what it asks (the worker's words, untrusted):
 ${v.what.split("\n").join("\n    ")}${v.workdir ? `
-(in folder ${v.workdir})` : ""}${cut}${flags}${diff}
+(in folder ${v.workdir})` : ""}${cut2}${flags}${diff}
 
 once = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
     requestedSchema: {
@@ -63357,11 +63548,13 @@ var ReviewToolInput = external_exports.object({
   ).min(1, "give at least one comment").max(200, "at most 200 comments per review").describe("line: of the new version; none for the whole file."),
   message: external_exports.string().max(2e4).optional()
 }).strict();
-var RetryToolInput = external_exports.object({ workerId: id("workerId is required") }).strict();
+var RetryToolInput = external_exports.object({ workerId: id("workerId is required"), newBase: external_exports.boolean().optional() }).strict();
 var RetryOutput = external_exports.object({
   workerId: external_exports.string(),
   retryOf: external_exports.string(),
   state: WorkerState,
+  /** newBase: the files the earlier change conflicts in on the base as it is now (the worker's file names). */
+  untrusted: external_exports.object({ conflicts: external_exports.array(external_exports.string()) }).optional(),
   next: external_exports.string()
 });
 var RESULT_TOTAL_CHARS = 4e4;
@@ -63575,6 +63768,8 @@ var WaitOutput = external_exports.object({
   pending: external_exports.array(PendingItem),
   /** Every unanswered ask of these workers, the ones shown before included. */
   unanswered: external_exports.number(),
+  /** Asks an earlier wait showed that are still unanswered (their ids, up to 50): they wait for approve. */
+  stillOpen: external_exports.array(external_exports.string()).optional(),
   counts: external_exports.record(external_exports.string(), external_exports.number()),
   finished: external_exports.array(Finished),
   stalled: external_exports.array(external_exports.string()).optional(),
@@ -63831,16 +64026,28 @@ function createMcpServer(opts) {
         if (!parsed.success) return failure(firstIssue(parsed.error));
         try {
           let out = await fn(parsed.data, extra, raw2 ?? {});
+          if (typeof out.next === "string") {
+            const older = link3.olderNote?.();
+            if (older) out = { ...out, next: `${out.next}. Note: ${older}` };
+          }
           if (hasUntrusted(out)) out = { untrustedNote: UNTRUSTED_NOTE, ...out };
           return { content: [{ type: "text", text: asText(out) }], structuredContent: out };
         } catch (err) {
-          return failure(messageOf(err, log, name));
+          return failure(messageOf(err, log, name, link3.older ?? null));
         }
       })
     );
   }
   const call = (fn) => link3.call(fn);
-  async function attemptsNext(w) {
+  async function mergedAttempt(w) {
+    if (!w.attempt) return null;
+    const g2 = await call((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }));
+    const others = await Promise.all(g2.attempts.filter((a2) => a2.workerId !== w.id).map((a2) => call((c3) => c3.workers.get.query({ workerId: a2.workerId }))));
+    return others.find((x) => x.merged && !x.reverted) ?? null;
+  }
+  async function attemptsNext(w, merged) {
+    if (merged?.merged)
+      return `this attempt was not the winner (${w.state}); attempt ${merged.id} won and was merged into ${merged.merged.into} (${merged.merged.commit.slice(0, 12)}): the task is done${isDiscarded(w) ? "" : `; discard {"workerId":"${w.id}"} removes this attempt`}`;
     const g2 = await call((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }));
     if (g2.winner)
       return `this attempt was not the winner (${w.state}); attempt ${g2.winner} won: result {"workerId":"${g2.winner}"}, then merge {"workerId":"${g2.winner}"}`;
@@ -63855,7 +64062,7 @@ function createMcpServer(opts) {
     "setup_status",
     {
       title: "Setup status",
-      description: "Is opencode-worker ready? The active target (model, endpoint, slots), whether it answers, slots free, pending approvals, hardware, and gui (the dashboard URL). Call it first; if not ready, follow next (the model-setup skill walks a person through setup).",
+      description: "Is opencode-worker ready? The active target (model, endpoint, slots), whether it answers, slots free, pending approvals, hardware, gui (the dashboard URL). Call it first; if not ready, follow next (the model-setup skill).",
       input: EmptyInput,
       output: SetupStatusOutput,
       readOnly: true,
@@ -63896,6 +64103,8 @@ function createMcpServer(opts) {
       } else
         problem = "no active target: set one up with `ocw setup` in a terminal (the model-setup skill walks through it; or the GUI's setup wizard), then call setup_status again";
       const slots = slotsOf(st.slots, t2?.id ?? null);
+      const older = link3.olderNote?.();
+      if (older) warnings.push(older);
       const lock2 = readLock(link3.stateDir);
       return {
         ready: !problem,
@@ -64012,7 +64221,7 @@ function createMcpServer(opts) {
       }
     },
     async (args) => {
-      const dirty = Promise.all([...new Set(args.tasks.map((t2) => path12.resolve(t2.directory)))].map(uncommitted));
+      const dirty = Promise.all([...new Set(args.tasks.map((t2) => path13.resolve(t2.directory)))].map(uncommitted));
       const before = await slotsNow();
       const { batchId, workerIds, tasks, groups } = await call(
         (c3) => c3.workers.startBatch.mutate({
@@ -64028,7 +64237,7 @@ function createMcpServer(opts) {
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path12.resolve(a2.directory) === path12.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path13.resolve(a2.directory) === path13.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -64186,14 +64395,18 @@ function createMcpServer(opts) {
       };
       if ("workerIds" in target && !target.unfinished) announce([...new Set(target.workerIds)]);
       const engineWait = (timeoutMs) => {
-        const input2 = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...mine.size ? { also: [...mine] } : {} };
-        if (token === void 0) return link3.call((c3) => c3.workers.wait.query(input2, { signal: extra.signal }), void 0, t0);
+        const input2 = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, blocked: true, ...mine.size ? { also: [...mine] } : {} };
+        const plain = (inp) => link3.call((c3) => c3.workers.wait.query(inp, { signal: extra.signal }), void 0, t0).catch((err) => {
+          if (!/Unrecognized key.*"blocked"/.test(err?.message ?? "")) throw err;
+          const { blocked: _blocked, ...older2 } = inp;
+          return link3.call((c3) => c3.workers.wait.query(older2, { signal: extra.signal }), void 0, t0);
+        });
+        if (token === void 0) return plain(input2);
         const ends = Date.now() + input2.timeoutMs;
         return link3.client().then((client2) => streamWait(client2, input2, extra.signal, { following: announce, note: progress2 })).catch((err) => {
           if (extra.signal.aborted) throw err;
           log(`wait: the event stream failed (${err?.message ?? String(err)}); waiting without its lines`);
-          const rest = { ...input2, timeoutMs: Math.max(0, ends - Date.now()) };
-          return link3.call((c3) => c3.workers.wait.query(rest, { signal: extra.signal }), void 0, t0);
+          return plain({ ...input2, timeoutMs: Math.max(0, ends - Date.now()) });
         });
       };
       const heartbeat = token !== void 0 ? setInterval(() => progress2(lastNote), 1e4) : void 0;
@@ -64210,7 +64423,7 @@ function createMcpServer(opts) {
             if (extra.signal.aborted) throw new ToolError("the wait was cancelled");
             throw err;
           }
-          reason = r.reason === "settled" ? "settled" : r.reason === "news" ? r.workers.some(newAsk) ? "approval-pending" : "worker-settled" : r.reason === "timeout" ? "timeout" : "cancelled";
+          reason = r.reason === "settled" ? "settled" : r.reason === "news" ? r.workers.some(newAsk) ? "approval-pending" : "worker-settled" : r.reason === "blocked" ? "approval-pending" : r.reason === "timeout" ? "timeout" : "cancelled";
           if (reason !== "approval-pending" || !useForms) break;
           const workers = new Map(r.workers.map((w) => [w.id, w]));
           const ask = r.workers.flatMap((w) => pendingAsks(w)).find((a2) => !offered.has(a2.id));
@@ -64292,14 +64505,15 @@ function createMcpServer(opts) {
       const older = olderIds.length;
       const olderText = older ? `${counted(older, "ask")} shown before ${older === 1 ? "is" : "are"} still unanswered (askId ${olderIds.slice(0, 5).join(", ")}${older > 5 ? ` and ${older - 5} more` : ""})` : "";
       const questions = fresh.some(({ a: a2 }) => a2.kind === "question");
-      const going = goingOn.length ? `; ${goingOn.length === 1 ? `batch ${goingOn[0]} is` : `batches ${goingOn.slice(0, 3).join(", ")} are`} not done (a task that comes after others starts once they are built): wait {"batchId":"${goingOn[0]}"} follows it` : "";
-      const next = (fresh.length ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${questions ? ' (a question takes answers: one array of chosen option labels per question, e.g. "answers":[["<option label>"]])' : ""}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}${older ? `; ${olderText}: pending_approvals lists them` : ""}` : finished7.length && !settled ? `read result for ${finished7.length === 1 ? finished7[0].id : "the finished workers"}; wait again for the others${older ? `; ${olderText}: pending_approvals lists them` : ""}` : older ? `${olderText}: answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); ${older === 1 ? "its worker is" : "their workers are"} blocked until then, then wait again` : nextFor(list, batch)) + going;
+      const going = goingOn.length && !(r.reason === "blocked" && !fresh.length) ? `; ${goingOn.length === 1 ? `batch ${goingOn[0]} is` : `batches ${goingOn.slice(0, 3).join(", ")} are`} not done (a task that comes after others starts once they are built): wait {"batchId":"${goingOn[0]}"} follows it` : "";
+      const next = (fresh.length ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${questions ? ' (a question takes answers: one array of chosen option labels per question, e.g. "answers":[["<option label>"]])' : ""}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}${older ? `; ${olderText}: pending_approvals lists them` : ""}` : finished7.length && !settled ? `read result for ${finished7.length === 1 ? finished7[0].id : "the finished workers"}; wait again for the others${older ? `; ${olderText}: pending_approvals lists them` : ""}` : older && r.reason === "blocked" ? `${olderText} and no other worker is running: nothing moves until you answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); until then wait returns at once` : older ? `${olderText}: answer with approve {askId, decision} (pending_approvals shows ${older === 1 ? "it" : "them"} again, with diffs); ${older === 1 ? "its worker is" : "their workers are"} blocked until then, then wait again` : nextFor(list, batch)) + going;
       return {
         state: aggregateState(list),
         settled,
         reason,
         pending: page,
         unanswered: unanswered.length,
+        ...older ? { stillOpen: olderIds.slice(0, 50) } : {},
         counts,
         finished: finished7.map((w) => ({
           workerId: w.id,
@@ -64405,7 +64619,7 @@ function createMcpServer(opts) {
     "approve",
     {
       title: "Answer an approval",
-      description: `Answer a pending ask by askId: "once" allows this request, "always" also the exact simple commands in the ask's always list for the rest of the worker's run (each matched exactly, never joined to anything else; not offered where alwaysWhy says why), "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch's in-scope edits alike. Allow what the task needs; reject anything outside it.`,
+      description: `Answer a pending ask by askId: "once" allows it, "always" also the exact simple commands in its always list for the rest of the worker's run (each matched exactly, alone; not offered where alwaysWhy says why), "reject" refuses it (message: why, what instead). A question takes answers. {batchId, decision:"once"} answers a batch's in-scope edits alike. Allow what the task needs; reject the rest.`,
       input: ApproveInput,
       output: ApproveOutput,
       pre: (raw2) => answersProblem(raw2.answers)
@@ -64556,19 +64770,28 @@ function createMcpServer(opts) {
     "retry",
     {
       title: "Retry a worker's task from scratch",
-      description: "Redo a not-built worker's task (honest-failure, stopped, interrupted or errored) as a new worker.",
+      description: "Redo a not-built worker's task (honest-failure, stopped, interrupted or errored) as a new worker. newBase: a built one whose merge conflicts, from the current HEAD.",
       input: RetryToolInput,
       output: RetryOutput
     },
-    async ({ workerId }) => {
-      const r = await call((c3) => c3.workers.retry.mutate({ workerId }));
+    async ({ workerId, newBase }) => {
+      const r = newBase ? await call((c3) => c3.workers.onNewBase.mutate({ workerId })) : await call((c3) => c3.workers.retry.mutate({ workerId }));
       mine.add(r.workerId);
       const w = await call((c3) => c3.workers.get.query({ workerId: r.workerId }));
+      const files = r.files ?? null;
       return {
         workerId: r.workerId,
         retryOf: r.retryOf,
         state: w.state,
-        next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}`
+        ...files ? {
+          untrusted: {
+            conflicts: within(
+              files.slice(0, 50).map((f) => untrustedText(f, 300)),
+              4e3
+            )
+          }
+        } : {},
+        next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}${newBase ? `, merge it, and discard {"workerId":"${workerId}"} (the earlier worker stays until then)` : ""}`
       };
     }
   );
@@ -64622,6 +64845,7 @@ function createMcpServer(opts) {
         weakEvidence: r.weakEvidence ?? false,
         changedSincePrevious: r.changed ? r.changed.length : null
       }));
+      const landed = w.merged ? null : await mergedAttempt(w);
       return {
         workerId: w.id,
         state: w.state,
@@ -64646,7 +64870,8 @@ function createMcpServer(opts) {
         caveats: v?.caveats ?? [],
         untrusted: {
           claimReason: v?.claimReason ? visibleCut(u2(v.claimReason, 2e3), 4e3) : null,
-          reason: w.stateReason ? visibleCut(u2(w.stateReason, 500), 2e3) : null,
+          // The engine's failure summary when it is the verdict's own reason (a no-op): said once, in verdictReason.
+          reason: w.stateReason && w.stateReason !== v?.reason ? visibleCut(u2(w.stateReason, 500), 2e3) : null,
           violations: within(
             (v?.scope.violations ?? []).slice(0, 50).map((x) => u2(x, 300)),
             6e3
@@ -64673,7 +64898,9 @@ function createMcpServer(opts) {
         branch: w.branch,
         worktree: w.worktree,
         baseBranch: w.baseBranch,
-        mergeHint: v?.mergeHint ?? null,
+        // Claude merges with the tool (conflict-safe, refuses flagged files without the person's yes); the shell line
+        // is the person's way by hand. Nothing once merged or discarded.
+        mergeHint: v?.mergeHint && !w.merged && !isDiscarded(w) && !landed ? `use merge {"workerId":"${w.id}"${w.baseBranch ? "" : ',"publish":true'}}${v.flags?.length ? " (acceptFlagged only on the person's yes)" : ""}, not git; by hand, the person's shell: ${v.mergeHint}` : null,
         merged: w.merged,
         flagged: v?.flags?.length ?? 0,
         discarded: isDiscarded(w),
@@ -64681,7 +64908,7 @@ function createMcpServer(opts) {
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         attempts: w.attempt ? attemptsOut(await call((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }))) : null,
-        next: w.attempt && !w.merged && verdict !== "built" ? await attemptsNext(w) : w.merged ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})` : verdict === "built" && !w.baseBranch ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}, from a detached HEAD: there is no branch to merge it into. Review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo} for the person to merge where they want` : verdict === "built" ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${counted(v.flags.length, "FLAGGED file")} (untrusted.flags: symlinks, executables, git or tool configuration) ${v.flags.length === 1 ? "needs" : "need"} the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}` : nextAfterFailure(w)
+        next: w.attempt && !w.merged && (verdict !== "built" || landed) ? await attemptsNext(w, landed) : w.merged ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})` : verdict === "built" && !w.baseBranch ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}, from a detached HEAD: there is no branch to merge it into. Review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo} for the person to merge where they want` : verdict === "built" ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${counted(v.flags.length, "FLAGGED file")} (untrusted.flags: symlinks, executables, git or tool configuration) ${v.flags.length === 1 ? "needs" : "need"} the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}` : nextAfterFailure(w)
       };
     }
   );
@@ -64817,7 +65044,7 @@ function createMcpServer(opts) {
           throw new ToolError(
             // The engine's message without its own way on (CLI commands): this one says how to go on with the tools. The
             // engine names the files as a marked list: said once, as such (else its whole message, marked).
-            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} ${conflictFilesOf(msg) ?? `conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg.split(" To go on: ")[0], 800))})`}. To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`
+            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} ${conflictFilesOf(msg) ?? `conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg.split(" To go on: ")[0], 800))})`}. To go on: retry {"workerId":"${w.id}","newBase":true} (its task again from the current HEAD, told which files conflict), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`
           );
         throw err;
       }
@@ -64994,13 +65221,13 @@ async function gitOut(cwd, args) {
   }
 }
 async function repoRoot(dir) {
-  if (!path12.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path13.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path12.resolve(top || dir);
+  return path13.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path12.resolve(w.repo);
-  return r === root2 || path12.resolve(w.spec.directory) === root2 || path12.resolve(w.spec.directory).startsWith(root2 + path12.sep);
+  const r = path13.resolve(w.repo);
+  return r === root2 || path13.resolve(w.spec.directory) === root2 || path13.resolve(w.spec.directory).startsWith(root2 + path13.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
@@ -65012,17 +65239,23 @@ function answersProblem(answers) {
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path12.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  if (path13.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
   return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${absoluteFor(dir, baseDir)}"`;
 }
 function absoluteFor(dir, baseDir) {
   const home = process.env.HOME || process.env.USERPROFILE;
-  if (home && (dir === "~" || dir.startsWith("~/") || dir.startsWith("~\\"))) return path12.join(home, dir.slice(1));
-  return path12.resolve(baseDir, dir);
+  if (home && (dir === "~" || dir.startsWith("~/") || dir.startsWith("~\\"))) return path13.join(home, dir.slice(1));
+  return path13.resolve(baseDir, dir);
 }
-function messageOf(err, log, tool) {
+function messageOf(err, log, tool, older = null) {
   if (err instanceof ToolError) return err.message;
   const e = err;
+  const said = kindWords(tool, e?.data?.ocwKind, e?.data?.ocwData);
+  if (said) return said;
+  if (e?.data?.code === "BAD_REQUEST" && (!e.data.ocwCode || e.data.ocwCode === "bad-input") && unrecognizedKey(e.message)) {
+    const which = older ? ` (${older.engine}; this bridge is ${older.client})` : "";
+    return `${tool}: the running engine${which} is older than this bridge (it does not take an input this bridge sends): restart it with \`ocw stop\` (the next tool call starts the current one; running workers become interrupted and can be resumed)${older ? "; it is also replaced by itself once no worker is at work" : ""}`;
+  }
   if (e?.data?.ocwKind === "no-target")
     return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) \u2014 or pass `targetId` of a saved target; call setup_status to see where things stand";
   if (e?.data?.code === "NOT_FOUND" && e.data.ocwCode !== "not-found")
@@ -65035,6 +65268,22 @@ function messageOf(err, log, tool) {
   }
   log(`${tool}: ${err?.stack ?? String(err)}`);
   return `${tool} failed: ${e?.message ?? String(err)}`;
+}
+function kindWords(tool, kind, data) {
+  const str3 = (k) => typeof data?.[k] === "string" ? data[k] : null;
+  const id3 = str3("workerId");
+  if (!id3) return null;
+  if (kind === "attempt-merged") {
+    const [sib, into, commit] = [str3("merged"), str3("into"), str3("commit")];
+    if (!sib || !into || !commit) return null;
+    return `worker ${id3} is not ${tool === "merge" ? "merged" : "run again"}: another attempt at its task, ${sib}, was merged into ${into} (${commit.slice(0, 12)}), so the task is done. discard {"workerId":"${id3}"} removes this attempt. To take it instead all the same, the person reverts that merge first (their shell: ocw revert ${sib}), then ${tool === "merge" ? "merge" : "retry"} {"workerId":"${id3}"}`;
+  }
+  if (kind === "merges-cleanly")
+    return `worker ${id3} merges cleanly into ${str3("into") ?? "its base branch"} as it is now: merge {"workerId":"${id3}"} lands it; newBase is for a merge that conflicts`;
+  return null;
+}
+function unrecognizedKey(message) {
+  return /unrecognized_keys|Unrecognized keys?\b/i.test(message ?? "");
 }
 async function reachable(endpoint) {
   try {
@@ -65057,9 +65306,9 @@ function batchMergeNext(batchId, r, ws) {
   const ids2 = (list) => list.length > 6 ? `${list.slice(0, 6).join(", ")} and ${list.length - 6} more` : list.join(", ");
   const skipped = r.skipped.map((s) => ({ id: s.workerId, w: byId.get(s.workerId) }));
   const working = skipped.filter((s) => s.w && !isAtRest(s.w.state)).map((s) => s.id);
-  const failed = skipped.filter((s) => s.w && isAtRest(s.w.state) && s.w.state !== "built").map((s) => s.id);
+  const failed2 = skipped.filter((s) => s.w && isAtRest(s.w.state) && s.w.state !== "built").map((s) => s.id);
   const earlier = skipped.filter((s) => s.w?.state === "built" && s.w.merged).length;
-  const other = skipped.length - working.length - failed.length - earlier;
+  const other = skipped.length - working.length - failed2.length - earlier;
   const into = r.merged[0]?.into;
   const parts = [
     r.merged.length ? `merged ${counted(r.merged.length, "built worker")} (${ids2(r.merged.map((m) => m.workerId))}) into ${into} (the last at ${r.merged.at(-1).commit.slice(0, 12)})` : `nothing was merged: batch ${batchId} has no built worker that is not merged yet`
@@ -65068,9 +65317,9 @@ function batchMergeNext(batchId, r, ws) {
     parts.push(
       `${counted(working.length, "worker")} still working (${ids2(working)}): wait {"batchId":"${batchId}"} until settled, then merge {"batchId":"${batchId}"} again for the ones built`
     );
-  if (failed.length)
+  if (failed2.length)
     parts.push(
-      `${counted(failed.length, "worker")} not built (${ids2(failed)}): result {"workerId"} says why; continue or retry them, then merge {"batchId":"${batchId}"} again`
+      `${counted(failed2.length, "worker")} not built (${ids2(failed2)}): result {"workerId"} says why; continue or retry them, then merge {"batchId":"${batchId}"} again`
     );
   if (earlier) parts.push(`${counted(earlier, "worker")} merged before`);
   if (other > 0) parts.push(`${counted(other, "worker")} left out (skipped says why)`);
@@ -65190,11 +65439,11 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path74 from "node:path";
+import path75 from "node:path";
 
 // engine/workers/engine.ts
-import { existsSync as existsSync32 } from "node:fs";
-import path68 from "node:path";
+import { existsSync as existsSync33 } from "node:fs";
+import path69 from "node:path";
 
 // engine/net/bounded.ts
 var ENDPOINT_MAX_BYTES = 4 * 1024 * 1024;
@@ -66226,10 +66475,10 @@ function chooseEndpoint(statuses, previous) {
 }
 
 // engine/hardware/detect.ts
-import { readFileSync as readFileSync8 } from "node:fs";
+import { readFileSync as readFileSync9 } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import os5 from "node:os";
-import path18 from "node:path";
+import path19 from "node:path";
 
 // node_modules/is-plain-obj/index.js
 function isPlainObject4(value) {
@@ -66951,18 +67200,18 @@ var defaultVerboseFunction = ({
   timestamp,
   piped,
   commandId,
-  result: { failed = false } = {},
+  result: { failed: failed2 = false } = {},
   options: { reject = true }
 }) => {
   const timestampString = serializeTimestamp(timestamp);
-  const icon = ICONS[type]({ failed, reject, piped });
+  const icon = ICONS[type]({ failed: failed2, reject, piped });
   const color = COLORS[type]({ reject });
   return `${gray(`[${timestampString}]`)} ${gray(`[${commandId}]`)} ${color(icon)} ${color(message)}`;
 };
 var serializeTimestamp = (timestamp) => `${padField(timestamp.getHours(), 2)}:${padField(timestamp.getMinutes(), 2)}:${padField(timestamp.getSeconds(), 2)}.${padField(timestamp.getMilliseconds(), 3)}`;
 var padField = (field, padding) => String(field).padStart(padding, "0");
-var getFinalIcon = ({ failed, reject }) => {
-  if (!failed) {
+var getFinalIcon = ({ failed: failed2, reject }) => {
+  if (!failed2) {
     return figures_default.tick;
   }
   return reject ? figures_default.cross : figures_default.warning;
@@ -67096,12 +67345,12 @@ var handleCommand = (filePath, rawArguments, rawOptions) => {
 
 // node_modules/execa/lib/arguments/options.js
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
-import path17 from "node:path";
+import path18 from "node:path";
 import process8 from "node:process";
 
 // node_modules/npm-run-path/index.js
 import process6 from "node:process";
-import path14 from "node:path";
+import path15 from "node:path";
 
 // node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options2 = {}) {
@@ -67118,7 +67367,7 @@ function pathKey(options2 = {}) {
 // node_modules/unicorn-magic/node.js
 import { promisify as promisify3 } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
-import path13 from "node:path";
+import path14 from "node:path";
 import { fileURLToPath as fileURLToPath2 } from "node:url";
 var execFileOriginal = promisify3(execFileCallback);
 function toPath(urlOrPath) {
@@ -67127,12 +67376,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = path13.resolve(toPath(startPath));
+      let currentPath = path14.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = path13.resolve(currentPath, "..");
+        currentPath = path14.resolve(currentPath, "..");
       }
     }
   };
@@ -67147,27 +67396,27 @@ var npmRunPath = ({
   execPath: execPath2 = process6.execPath,
   addExecPath = true
 } = {}) => {
-  const cwdPath = path14.resolve(toPath(cwd));
+  const cwdPath = path15.resolve(toPath(cwd));
   const result2 = [];
-  const pathParts = pathOption.split(path14.delimiter);
+  const pathParts = pathOption.split(path15.delimiter);
   if (preferLocal) {
     applyPreferLocal(result2, pathParts, cwdPath);
   }
   if (addExecPath) {
     applyExecPath(result2, pathParts, execPath2, cwdPath);
   }
-  return pathOption === "" || pathOption === path14.delimiter ? `${result2.join(path14.delimiter)}${pathOption}` : [...result2, pathOption].join(path14.delimiter);
+  return pathOption === "" || pathOption === path15.delimiter ? `${result2.join(path15.delimiter)}${pathOption}` : [...result2, pathOption].join(path15.delimiter);
 };
 var applyPreferLocal = (result2, pathParts, cwdPath) => {
   for (const directory of traversePathUp(cwdPath)) {
-    const pathPart = path14.join(directory, "node_modules/.bin");
+    const pathPart = path15.join(directory, "node_modules/.bin");
     if (!pathParts.includes(pathPart)) {
       result2.push(pathPart);
     }
   }
 };
 var applyExecPath = (result2, pathParts, execPath2, cwdPath) => {
-  const pathPart = path14.resolve(cwdPath, toPath(execPath2), "..");
+  const pathPart = path15.resolve(cwdPath, toPath(execPath2), "..");
   if (!pathParts.includes(pathPart)) {
     result2.push(pathPart);
   }
@@ -68322,7 +68571,7 @@ var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
 
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
-import path15 from "node:path";
+import path16 from "node:path";
 var mapNode = ({ options: options2 }) => {
   if (options2.node === false) {
     throw new TypeError('The "node" option cannot be false with `execaNode()`.');
@@ -68341,7 +68590,7 @@ var handleNodeOption = (file3, commandArguments, {
     throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
   }
   const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-  const resolvedNodePath = path15.resolve(cwd, normalizedNodePath);
+  const resolvedNodePath = path16.resolve(cwd, normalizedNodePath);
   const newOptions = {
     ...options2,
     nodePath: resolvedNodePath,
@@ -68351,7 +68600,7 @@ var handleNodeOption = (file3, commandArguments, {
   if (!shouldHandleNode) {
     return [file3, commandArguments, newOptions];
   }
-  if (path15.basename(file3, ".exe") === "node") {
+  if (path16.basename(file3, ".exe") === "node") {
     throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
   }
   return [
@@ -68441,11 +68690,11 @@ var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encodin
 
 // node_modules/execa/lib/arguments/cwd.js
 import { statSync as statSync4 } from "node:fs";
-import path16 from "node:path";
+import path17 from "node:path";
 import process7 from "node:process";
 var normalizeCwd = (cwd = getDefaultCwd()) => {
   const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-  return path16.resolve(cwdString);
+  return path17.resolve(cwdString);
 };
 var getDefaultCwd = () => {
   try {
@@ -68492,7 +68741,7 @@ var normalizeOptions = (filePath, rawArguments, rawOptions) => {
   options2.killSignal = normalizeKillSignal(options2.killSignal);
   options2.forceKillAfterDelay = normalizeForceKillAfterDelay(options2.forceKillAfterDelay);
   options2.lines = options2.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options2.encoding) && options2.buffer[fdNumber]);
-  if (process8.platform === "win32" && path17.basename(file3, ".exe") === "cmd") {
+  if (process8.platform === "win32" && path18.basename(file3, ".exe") === "cmd") {
     commandArguments.unshift("/q");
   }
   return { file: file3, commandArguments, options: options2 };
@@ -69468,7 +69717,7 @@ var handleResult2 = (result2, verboseInfo, { reject }) => {
 };
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync7 } from "node:fs";
+import { readFileSync as readFileSync8 } from "node:fs";
 
 // node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value, optionName) => {
@@ -69798,7 +70047,7 @@ var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((st
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync6 } from "node:fs";
+import { readFileSync as readFileSync7 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
   if (!isStdioArray || type !== "native") {
@@ -69832,7 +70081,7 @@ var getTargetFd = ({ value, optionName, fdNumber, direction }) => {
   if (tty2.isatty(targetFdNumber)) {
     throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
   }
-  return { type: "uint8Array", value: bufferToUint8Array(readFileSync6(targetFdNumber)), optionName };
+  return { type: "uint8Array", value: bufferToUint8Array(readFileSync7(targetFdNumber)), optionName };
 };
 var getTargetFdNumber = (value, fdNumber) => {
   if (value === "inherit") {
@@ -70165,8 +70414,8 @@ var addProperties = {
 var addPropertiesSync = {
   input: {
     ...addProperties,
-    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync7(value))] }),
-    filePath: ({ value: { file: file3 } }) => ({ contents: [bufferToUint8Array(readFileSync7(file3))] }),
+    fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync8(value))] }),
+    filePath: ({ value: { file: file3 } }) => ({ contents: [bufferToUint8Array(readFileSync8(file3))] }),
     fileNumber: forbiddenIfSync,
     iterable: ({ value }) => ({ contents: [...value] }),
     string: ({ value }) => ({ contents: [value] }),
@@ -70633,13 +70882,13 @@ var logOutputSync = ({ serializedResult, fdNumber, state, verboseInfo, encoding,
   }
 };
 var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-  for (const { path: path78, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-    const pathString = typeof path78 === "string" ? path78 : path78.toString();
+  for (const { path: path79, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+    const pathString = typeof path79 === "string" ? path79 : path79.toString();
     if (append || outputFiles.has(pathString)) {
-      appendFileSync(path78, serializedResult);
+      appendFileSync(path79, serializedResult);
     } else {
       outputFiles.add(pathString);
-      writeFileSync6(path78, serializedResult);
+      writeFileSync6(path79, serializedResult);
     }
   }
 };
@@ -73240,7 +73489,7 @@ var defaultRunner = async (cmd, args, timeoutMs) => {
 };
 var readText = (f) => {
   try {
-    return readFileSync8(f, "utf8");
+    return readFileSync9(f, "utf8");
   } catch {
     return null;
   }
@@ -73251,19 +73500,19 @@ function cgroupMemory(root2 = "/sys/fs/cgroup", self = readText("/proc/self/cgro
   const v22 = lines.map((l) => /^0::(\/.*)$/.exec(l.trim())?.[1]).find((x) => x !== void 0);
   const v12 = lines.map((l) => /^\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(\/.*)$/.exec(l.trim())?.[1]).find((x) => x !== void 0);
   const read3 = (dir, limitFile, usageFile, inactive) => {
-    const limit = readText(path18.join(dir, limitFile))?.trim();
+    const limit = readText(path19.join(dir, limitFile))?.trim();
     if (limit === void 0) return void 0;
     const n2 = Number(limit);
     if (!Number.isFinite(n2) || n2 <= 0 || n2 >= 2 ** 60) return null;
-    const usage = Number(readText(path18.join(dir, usageFile))?.trim() ?? 0) || 0;
-    const used = Math.max(0, usage - statValue(readText(path18.join(dir, "memory.stat")), inactive));
+    const usage = Number(readText(path19.join(dir, usageFile))?.trim() ?? 0) || 0;
+    const used = Math.max(0, usage - statValue(readText(path19.join(dir, "memory.stat")), inactive));
     return { limitBytes: n2, usedBytes: used };
   };
   const tries = [];
   if (v12 !== void 0)
-    for (const d of [path18.join(root2, "memory", v12), path18.join(root2, "memory")])
+    for (const d of [path19.join(root2, "memory", v12), path19.join(root2, "memory")])
       tries.push([d, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"]);
-  if (v22 !== void 0) for (const d of [path18.join(root2, v22), root2]) tries.push([d, "memory.max", "memory.current", "inactive_file"]);
+  if (v22 !== void 0) for (const d of [path19.join(root2, v22), root2]) tries.push([d, "memory.max", "memory.current", "inactive_file"]);
   for (const t2 of tries) {
     const r = read3(...t2);
     if (r !== void 0) return r;
@@ -73290,14 +73539,14 @@ async function cpuRamDefault() {
   }
 }
 async function readSysfs(root2) {
-  const base2 = path18.join(root2, "class/drm");
+  const base2 = path19.join(root2, "class/drm");
   let names;
   try {
     names = (await readdir(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
-  const rd = (card, f) => readFile(path18.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
+  const rd = (card, f) => readFile(path19.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
   return Promise.all(
     names.map(async (card) => ({
       card,
@@ -73451,7 +73700,7 @@ async function listLlamaDevices(bin) {
     reject: false,
     timeout: 15e3,
     stdin: "ignore",
-    env: { ...process.env, LD_LIBRARY_PATH: [path18.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+    env: { ...process.env, LD_LIBRARY_PATH: [path19.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
   }).catch(() => null);
   if (!r || r.exitCode !== 0 && !r.stdout) return null;
   return parseListDevices(`${r.stdout}
@@ -73878,12 +74127,12 @@ var RAW_CATALOG = [
     toolCalling: {
       status: "unverified",
       template: "DeepSeek-V4 chat template (three reasoning modes; Think Max needs \u2265 384k context)",
-      note: "vLLM: --reasoning-parser deepseek_v4 --tool-call-parser deepseek_v4 (vllm.parser.deepseek_v4: <think> + DSML tool calls); SGLang: --reasoning-parser deepseek-v4 (its tool parser name is not confirmed here)"
+      note: "vLLM: --reasoning-parser deepseek_v4 --tool-call-parser deepseek_v4 (vllm.parser.deepseek_v4: <think> + DSML tool calls); SGLang: --reasoning-parser deepseek-v4 --tool-call-parser deepseekv4 (its ToolCallParserEnum and REASONING_PARSER_NAMES at sgl-project/sglang 00828e56 / 0a933a22)"
     },
     unverified: [
       "layers, hidden size, heads and vocab (the spec is a placeholder: vLLM/SGLang plans size its KV as 25 % of the weights)",
       "checkpoint size \u2248 160 GB",
-      "SGLang's tool parser name (vLLM's deepseek_v4 parsers are confirmed by its API docs)",
+      "whether the pinned SGLang v0.5.10.post1 and vLLM v0.20.0 already register the deepseekv4 / deepseek_v4 parsers (confirmed only in newer stored sources)",
       "minimum SGLang version"
     ],
     autoPick: false,
@@ -73927,7 +74176,7 @@ var RAW_CATALOG = [
     toolCalling: {
       status: "unverified",
       template: "GLM-5 chat template; reasoning always on (reasoning_effort low / high / max)",
-      note: "GLM-5.1's vLLM recipe uses --tool-call-parser glm47 --reasoning-parser glm45; not confirmed for 5.3-Flash"
+      note: "GLM-5.1's vLLM recipe uses --tool-call-parser glm47 --reasoning-parser glm45 (ocw plans glm47 for GLM-5); not confirmed for 5.3-Flash (newer SGLang has a glm53_flash detector)"
     },
     unverified: [
       "layers, hidden size, heads and vocab (placeholder spec: vLLM/SGLang plans size its KV as 25 % of the weights)",
@@ -74073,10 +74322,10 @@ function runtimeFamily(idOrRepo) {
 }
 
 // engine/models/download.ts
-import { createHash as createHash2 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync5, mkdirSync as mkdirSync6, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
+import { createHash as createHash3 } from "node:crypto";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync6, mkdirSync as mkdirSync6, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
-import path19 from "node:path";
+import path20 from "node:path";
 var DownloadError = class extends SetupError {
   constructor(message, data = {}) {
     super("download", message, data, "unavailable");
@@ -74084,30 +74333,30 @@ var DownloadError = class extends SetupError {
   }
 };
 async function sha256File(file3) {
-  const h3 = createHash2("sha256");
+  const h3 = createHash3("sha256");
   for await (const chunk of createReadStream2(file3)) h3.update(chunk);
   return h3.digest("hex");
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync6(path19.dirname(o2.dest), { recursive: true });
-  if (existsSync5(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
+  mkdirSync6(path20.dirname(o2.dest), { recursive: true });
+  if (existsSync6(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
       return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
   const part = `${o2.dest}.part`;
-  let start = existsSync5(part) ? statSync5(part).size : 0;
+  let start = existsSync6(part) ? statSync5(part).size : 0;
   if (o2.expectedSize && start > o2.expectedSize) {
     unlinkSync(part);
     start = 0;
   }
   if (o2.expectedSize) {
-    const fs = statfsSync(path19.dirname(o2.dest));
+    const fs = statfsSync(path20.dirname(o2.dest));
     const free = Number(fs.bavail) * Number(fs.bsize);
     const need = o2.expectedSize - start;
     if (need > free) {
       throw new DownloadError(
-        `${path19.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path19.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
+        `${path20.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path20.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
       );
     }
   }
@@ -74171,7 +74420,7 @@ async function downloadFile(o2) {
     if (got !== o2.sha256.toLowerCase()) {
       unlinkSync(part);
       throw new DownloadError(
-        `checksum mismatch for ${path19.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
+        `checksum mismatch for ${path20.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
       );
     }
     verified = "sha256";
@@ -75099,8 +75348,8 @@ function estimate(h3, tensors, o2 = {}) {
 }
 
 // engine/models/source.ts
-import { existsSync as existsSync6, readFileSync as readFileSync9, statSync as statSync6 } from "node:fs";
-import path20 from "node:path";
+import { existsSync as existsSync7, readFileSync as readFileSync10, statSync as statSync6 } from "node:fs";
+import path21 from "node:path";
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
@@ -75112,12 +75361,12 @@ var GgufError = class extends SetupError {
 };
 var T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
 var FIXED = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
-function fileSource(path78) {
+function fileSource(path79) {
   let fh;
   return {
-    describe: path78,
+    describe: path79,
     async read(offset, length) {
-      fh ??= await open(path78, "r");
+      fh ??= await open(path79, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -75426,7 +75675,7 @@ function loadMetadataFile(file3) {
     throw new ModelSourceError(`${file3} is over ${METADATA_MAX_BYTES / 1024 / 1024} MB: not a metadata file (${what})`);
   let j;
   try {
-    j = JSON.parse(readFileSync9(file3, "utf8"));
+    j = JSON.parse(readFileSync10(file3, "utf8"));
   } catch (e) {
     throw new ModelSourceError(`${file3} is not valid JSON: ${e.message}`);
   }
@@ -75462,9 +75711,9 @@ async function loadGguf(ref, headers = {}) {
     if (isMmproj(f2)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
-  if (!existsSync6(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
-  const names = shardNames(path20.basename(ref)).map((n2) => path20.join(path20.dirname(ref), n2));
-  for (const n2 of names) if (!existsSync6(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
+  if (!existsSync7(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
+  const names = shardNames(path21.basename(ref)).map((n2) => path21.join(path21.dirname(ref), n2));
+  for (const n2 of names) if (!existsSync7(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   for (const n2 of names) regularFile(n2, "pass a .gguf file, an http(s) URL or hf:owner/repo/file.gguf");
   const files = [];
   for (const n2 of names) {
@@ -75547,16 +75796,16 @@ async function repoGgufs(repo, rev = "main", fetchImpl = fetch, env2 = process.e
 }
 
 // engine/models/hub-sizes.ts
-import { existsSync as existsSync7, readFileSync as readFileSync10, renameSync as renameSync3, writeFileSync as writeFileSync7 } from "node:fs";
-import path21 from "node:path";
+import { existsSync as existsSync8, readFileSync as readFileSync11, renameSync as renameSync3, writeFileSync as writeFileSync7 } from "node:fs";
+import path22 from "node:path";
 var HUB_SIZES_MAX_AGE_MS = 30 * 24 * 36e5;
 var REFRESH_AFTER_MS = 24 * 36e5;
-var file2 = (env2) => path21.join(stateDir(env2), "hub-sizes.json");
+var file2 = (env2) => path22.join(stateDir(env2), "hub-sizes.json");
 function readHubSizes(env2 = process.env) {
   try {
     const f = file2(env2);
-    if (!existsSync7(f)) return { version: 1, repos: {} };
-    const j = JSON.parse(readFileSync10(f, "utf8"));
+    if (!existsSync8(f)) return { version: 1, repos: {} };
+    const j = JSON.parse(readFileSync11(f, "utf8"));
     return j?.version === 1 && j.repos && typeof j.repos === "object" ? j : { version: 1, repos: {} };
   } catch {
     return { version: 1, repos: {} };
@@ -75579,7 +75828,7 @@ async function refreshHubSizes(entries, o2 = {}) {
   const data = readHubSizes(env2);
   const repos = [...new Set(entries.flatMap((e) => [...e.quants.length ? [e.repo] : [], ...(e.weights ?? []).map((w) => w.repo)]))];
   const listed2 = [];
-  const failed = [];
+  const failed2 = [];
   let offline = false;
   for (const repo of repos) {
     const kept = data.repos[repo];
@@ -75591,7 +75840,7 @@ async function refreshHubSizes(entries, o2 = {}) {
       data.repos[repo] = { at: now, ggufs: Object.fromEntries(g2.quants.map((q3) => [q3.quant.toUpperCase(), q3.totalBytes])), safetensors: st || null };
       listed2.push(repo);
     } catch (e) {
-      failed.push(repo);
+      failed2.push(repo);
       if (!/no Hugging Face repo|gated/.test(e.message)) {
         offline = true;
         break;
@@ -75600,7 +75849,7 @@ async function refreshHubSizes(entries, o2 = {}) {
   }
   if (listed2.length) writeHubSizes(data, env2);
   if (offline && !o2.fetchImpl) offlineUntil = Date.now() + OFFLINE_BACKOFF_MS;
-  return { listed: listed2, failed, offline };
+  return { listed: listed2, failed: failed2, offline };
 }
 var PLAUSIBLE = [0.6, 1.6];
 var plausible = (listed2, figure) => listed2 >= figure * PLAUSIBLE[0] && listed2 <= figure * PLAUSIBLE[1];
@@ -76448,7 +76697,7 @@ function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot, fixed = {}) {
 }
 
 // engine/models/resolve.ts
-import path22 from "node:path";
+import path23 from "node:path";
 function quantBits(quant) {
   const q3 = quant.toUpperCase();
   if (/BF16|F16/.test(q3)) return 16;
@@ -76511,12 +76760,12 @@ async function planRepo(ref, want, env2 = process.env) {
   };
 }
 function localPathFor(stateDir2, repo, file3) {
-  return path22.join(stateDir2, "models", repo.replace("/", "__"), file3);
+  return path23.join(stateDir2, "models", repo.replace("/", "__"), file3);
 }
 
 // engine/serving/parallel.ts
-import { existsSync as existsSync9, readdirSync as readdirSync4, readFileSync as readFileSync11, statSync as statSync7 } from "node:fs";
-import path24 from "node:path";
+import { existsSync as existsSync10, readdirSync as readdirSync4, readFileSync as readFileSync12, statSync as statSync7 } from "node:fs";
+import path25 from "node:path";
 
 // engine/serving/runtimes.ts
 function buildVllmArgs(p) {
@@ -76556,14 +76805,14 @@ function buildSglangArgs(p) {
 
 // engine/serving/runtime-adapters.ts
 import { spawnSync as spawnSync3 } from "node:child_process";
-import { existsSync as existsSync8 } from "node:fs";
-import path23 from "node:path";
+import { existsSync as existsSync9 } from "node:fs";
+import path24 from "node:path";
 var VLLM_IMAGE = DEFAULT_IMAGES.vllm;
 var SGLANG_IMAGE = DEFAULT_IMAGES.sglang;
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path23.delimiter)) {
-    const p = dir && path23.join(dir, name);
-    if (p && existsSync8(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path24.delimiter)) {
+    const p = dir && path24.join(dir, name);
+    if (p && existsSync9(p)) return p;
   }
   return null;
 }
@@ -76593,8 +76842,9 @@ function toolParser(runtime, e, repo) {
   const t2 = `${e?.toolCalling.template ?? ""} ${e?.id ?? ""} ${repo}`.toLowerCase();
   if (/harmony|gpt-oss/.test(t2)) return runtime === "vllm" ? "openai" : "gpt-oss";
   if (/mistral|devstral/.test(t2)) return "mistral";
+  if (/glm-?(4\.7|5)/.test(t2)) return "glm47";
   if (/glm/.test(t2)) return "glm45";
-  if (/deepseek-v4/.test(t2) && runtime === "vllm") return "deepseek_v4";
+  if (/deepseek-v4/.test(t2)) return runtime === "vllm" ? "deepseek_v4" : "deepseekv4";
   if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t2)) return "qwen3_coder";
   return runtime === "vllm" ? "hermes" : "qwen25";
 }
@@ -76610,7 +76860,7 @@ function parseVersion(s) {
   if (named) return named;
   return /(?:^|[^\d.])v?(\d+\.\d+(?:\.\d+)?)/.exec(s)?.[1] ?? null;
 }
-function compareVersions(a2, b) {
+function compareVersions2(a2, b) {
   const x = a2.split(".").map(Number);
   const y = b.split(".").map(Number);
   for (let i2 = 0; i2 < Math.max(x.length, y.length); i2++) {
@@ -76637,7 +76887,7 @@ function versionProblem(runtime, model, installed2) {
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const remedy = runtime === "vllm" ? `upgrade it (pip install -U 'vllm>=${min}'), or unset OCW_VLLM_IMAGE to use ${fam.image.vllm}` : `upgrade it (pip install -U 'sglang>=${min}'), or unset OCW_SGLANG_IMAGE to use ${fam.image.sglang}`;
   if (!installed2.version) return null;
-  if (compareVersions(installed2.version, min) >= 0) return null;
+  if (compareVersions2(installed2.version, min) >= 0) return null;
   return { cause: `${name} ${installed2.version} (${installed2.from}) is older than ${min}, the first release that loads ${model} (${fam.family})`, remedy };
 }
 
@@ -76754,27 +77004,27 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
     return exact.length ? exact : all;
   }
-  if (existsSync9(name)) {
+  if (existsSync10(name)) {
     if (!statSync7(name).isDirectory())
       throw new ParallelInputError(
         `${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`
       );
     const st = readdirSync4(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync7(path24.join(name, f)).size, 0);
-    const cfgFile = path24.join(name, "config.json");
-    const cfg2 = existsSync9(cfgFile) ? JSON.parse(readFileSync11(cfgFile, "utf8")) : {};
+    const bytes2 = st.reduce((a2, f) => a2 + statSync7(path25.join(name, f)).size, 0);
+    const cfgFile = path25.join(name, "config.json");
+    const cfg2 = existsSync10(cfgFile) ? JSON.parse(readFileSync12(cfgFile, "utf8")) : {};
     return [
       {
         model: name,
-        source: path24.resolve(name),
+        source: path25.resolve(name),
         dtype: null,
         weightsBytes: bytes2,
         weightsSource: "folder",
-        ...modelFromConfig(path24.basename(name), cfg2),
+        ...modelFromConfig(path25.basename(name), cfg2),
         toolParser: toolParser(runtime, void 0, name),
         reasoningParser: reasoningParser(runtime, void 0, name),
-        servedName: targetSlug({ model: path24.basename(path24.resolve(name)), quant: null })
+        servedName: targetSlug({ model: path25.basename(path25.resolve(name)), quant: null })
       }
     ];
   }
@@ -77028,7 +77278,8 @@ async function planK8s(o2) {
       dtype: m.dtype,
       toolCallParser: parser,
       reasoningParser: m.reasoningParser ?? reasoningParser(o2.runtime, e, repo),
-      reason: `${repo} (${gib3(m.weightsBytes)} of weights${src}) + ${kvNote} for ${counted(p.perRank, "sequence")} \xD7 ${ctx} tokens per rank over tensor parallel ${p.tp}: ${gib3(p.needPerGpu)} per GPU of ${gib3(o2.node.gpuBytes)} (${o2.node.gpuName})${p.dp > 1 ? `; data parallel ${p.dp} (${p.tp * p.dp} GPUs per pod, ${p.perRank} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""} (sized by the planner's sizer, as ocw fit --runtime vllm|sglang)`
+      mtpDraft: m.mtpDraft ?? null,
+      reason: `${repo} (${gib3(m.weightsBytes)} of weights${src}) + ${kvNote} for ${counted(p.perRank, "sequence")} \xD7 ${ctx} tokens per rank over tensor parallel ${p.tp}: ${gib3(p.needPerGpu)} per GPU of ${gib3(o2.node.gpuBytes)} (${o2.node.gpuName})${p.dp > 1 ? `; data parallel ${p.dp} (${p.tp * p.dp} GPUs per pod, ${p.perRank} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}` + (m.mtpDraft ? `; speculative decoding with the model's own MTP head (${m.mtpDraft} draft tokens a step)` : "") + " (sized by the planner's sizer, as ocw fit --runtime vllm|sglang)"
     };
   };
   if (o2.model) {
@@ -77127,7 +77378,11 @@ function serverArgs(plan) {
       toolCallParser: plan.toolCallParser,
       reasoningParser: plan.reasoningParser
     });
-    return { command: ["vllm"], args: [...b2.args, ...plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : []] };
+    return {
+      command: ["vllm"],
+      // speculative decoding with the model's own MTP head, where the plan has one (as the local start: parallel.ts)
+      args: [...b2.args, ...plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : [], ...vllmMtpArgs(plan.mtpDraft)]
+    };
   }
   const b = buildSglangArgs({
     model: plan.model,
@@ -77147,7 +77402,9 @@ function serverArgs(plan) {
     ...plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : [],
     "--tool-call-parser",
     plan.toolCallParser,
-    ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []
+    ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : [],
+    // argv words as the rest ("$@" in the wrapper below), before its --config as in the local command
+    ...sglangMtpArgs(plan.mtpDraft)
   ];
   const script = [
     `case "$${KEY_ENV}" in ""|*[!A-Za-z0-9._~+/=-]*) echo "ocw: the ${API_KEY_ENTRY} in the Secret must be non-empty and use only A-Z a-z 0-9 . _ ~ + / = -" >&2; exit 1;; esac`,
@@ -77285,7 +77542,8 @@ function kserveManifest(plan, o2) {
               "--enable-auto-tool-choice",
               "--tool-call-parser",
               plan.toolCallParser,
-              ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []
+              ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : [],
+              ...vllmMtpArgs(plan.mtpDraft)
             ],
             env: keyEnv(plan, o2),
             resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel })
@@ -77474,17 +77732,17 @@ async function deployK8s(input2) {
 
 // engine/serving/keys.ts
 import { randomBytes as randomBytes4 } from "node:crypto";
-import { chmodSync as chmodSync2, mkdirSync as mkdirSync7, readFileSync as readFileSync12, rmSync as rmSync4, statSync as statSync8, writeFileSync as writeFileSync8 } from "node:fs";
+import { chmodSync as chmodSync2, mkdirSync as mkdirSync7, readFileSync as readFileSync13, rmSync as rmSync4, statSync as statSync8, writeFileSync as writeFileSync8 } from "node:fs";
 import { createRequire } from "node:module";
-import path25 from "node:path";
+import path26 from "node:path";
 function generateKey2() {
   return `ocw-${randomBytes4(24).toString("base64url")}`;
 }
 function keyFilePath(targetId, dir = stateDir()) {
-  return path25.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
+  return path26.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
 }
 function storeKey(file3, key) {
-  mkdirSync7(path25.dirname(file3), { recursive: true, mode: 448 });
+  mkdirSync7(path26.dirname(file3), { recursive: true, mode: 448 });
   writeFileSync8(file3, key + "\n", { mode: 384 });
   chmodSync2(file3, 384);
 }
@@ -77498,7 +77756,7 @@ function readKey(file3) {
       "unavailable"
     );
   }
-  return readFileSync12(file3, "utf8").trim();
+  return readFileSync13(file3, "utf8").trim();
 }
 var SERVICE = "opencode-worker";
 var keychain;
@@ -77526,7 +77784,7 @@ function osKeychain() {
   return keychain;
 }
 function apiKeyFilePath(targetId, dir = stateDir()) {
-  return path25.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.api-key`);
+  return path26.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.api-key`);
 }
 function storeApiKey(targetId, key, dir = stateDir()) {
   const k = osKeychain();
@@ -77583,31 +77841,31 @@ function keyForProbe(t2) {
 import { accessSync, constants as constants4 } from "node:fs";
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync11, mkdirSync as mkdirSync8, readdirSync as readdirSync5, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync9 } from "node:fs";
-import path27 from "node:path";
+import { existsSync as existsSync12, mkdirSync as mkdirSync8, readdirSync as readdirSync5, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync9 } from "node:fs";
+import path28 from "node:path";
 
 // engine/paths.ts
-import { existsSync as existsSync10 } from "node:fs";
-import path26 from "node:path";
+import { existsSync as existsSync11 } from "node:fs";
+import path27 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function projectRoot() {
   const configured = config2().OCW_ROOT;
   if (configured) return configured;
-  let dir = path26.dirname(fileURLToPath3(import.meta.url));
+  let dir = path27.dirname(fileURLToPath3(import.meta.url));
   for (let i2 = 0; i2 < 6; i2++) {
-    if (existsSync10(path26.join(dir, "protocol")) && existsSync10(path26.join(dir, "package.json"))) return dir;
-    dir = path26.dirname(dir);
+    if (existsSync11(path27.join(dir, "protocol")) && existsSync11(path27.join(dir, "package.json"))) return dir;
+    dir = path27.dirname(dir);
   }
   throw new Error("cannot find the opencode-worker root (protocol/ and package.json); set OCW_ROOT");
 }
-function browserUi(root2 = projectRoot(), here = path26.dirname(fileURLToPath3(import.meta.url))) {
-  const candidates = [path26.join(root2, "out", "renderer"), path26.join(here, "ui"), path26.join(root2, "dist", "ui")];
-  const dir = candidates.find((d) => existsSync10(path26.join(d, "index.html")));
+function browserUi(root2 = projectRoot(), here = path27.dirname(fileURLToPath3(import.meta.url))) {
+  const candidates = [path27.join(root2, "out", "renderer"), path27.join(here, "ui"), path27.join(root2, "dist", "ui")];
+  const dir = candidates.find((d) => existsSync11(path27.join(d, "index.html")));
   if (dir) return { dir };
   const lead = "The opencode-worker engine is running, but its browser UI is missing";
-  if (existsSync10(path26.join(root2, "renderer", "index.html"))) return { missing: `${lead}: it is not built. Run \`npm run build\` in ${root2}.` };
-  const looked = `(looked for ${path26.join(here, "ui", "index.html")})`;
-  if (existsSync10(path26.join(root2, ".claude-plugin", "plugin.json")))
+  if (existsSync11(path27.join(root2, "renderer", "index.html"))) return { missing: `${lead}: it is not built. Run \`npm run build\` in ${root2}.` };
+  const looked = `(looked for ${path27.join(here, "ui", "index.html")})`;
+  if (existsSync11(path27.join(root2, ".claude-plugin", "plugin.json")))
     return {
       missing: `${lead} from this plugin install ${looked}. Update the plugin (\`claude plugin marketplace update opencode-worker\`, then \`claude plugin update opencode-worker@opencode-worker\`) or reinstall it, restart Claude Code, and run \`ocw stop\` so that the next call starts the new engine. Until then, \`ocw list\` and the plugin's MCP tools show the same workers.`
     };
@@ -77678,13 +77936,13 @@ async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
 }
 function findNvcc(env2 = process.env) {
   const given = config2(env2).OCW_NVCC;
-  if (given !== void 0) return given && existsSync11(given) ? given : null;
+  if (given !== void 0) return given && existsSync12(given) ? given : null;
   const cands = [
-    ...(env2.PATH ?? "").split(path27.delimiter).filter(Boolean).map((d) => path27.join(d, "nvcc")),
-    ...env2.CUDA_HOME ? [path27.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
+    ...(env2.PATH ?? "").split(path28.delimiter).filter(Boolean).map((d) => path28.join(d, "nvcc")),
+    ...env2.CUDA_HOME ? [path28.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
     "/usr/local/cuda/bin/nvcc"
   ];
-  return cands.find((c3) => existsSync11(c3)) ?? null;
+  return cands.find((c3) => existsSync12(c3)) ?? null;
 }
 function variantsFor(platform2, arch, gpus, o2 = {}) {
   const v = [];
@@ -77741,12 +77999,12 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new SetupError("runtime", `cannot unpack ${path27.basename(archive)} (${errors.join("; ")})`, { archive }, "unavailable");
+  throw new SetupError("runtime", `cannot unpack ${path28.basename(archive)} (${errors.join("; ")})`, { archive }, "unavailable");
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
   for (const e of readdirSync5(dir)) {
-    const p = path27.join(dir, e);
+    const p = path28.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
     if (statSync9(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
@@ -77757,10 +78015,10 @@ function findBinary(dir, name, depth = 0) {
 }
 function buildScript(env2 = process.env) {
   const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
-  if (given) return existsSync11(given) ? given : null;
+  if (given) return existsSync12(given) ? given : null;
   try {
-    const f = path27.join(projectRoot(), "scripts", "build-llama-server.sh");
-    return existsSync11(f) ? f : null;
+    const f = path28.join(projectRoot(), "scripts", "build-llama-server.sh");
+    return existsSync12(f) ? f : null;
   } catch {
     return null;
   }
@@ -77774,7 +78032,7 @@ async function buildCuda(env2, onLine) {
   });
   const r = await p;
   const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
-  if (r.exitCode !== 0 || !bin || !existsSync11(bin))
+  if (r.exitCode !== 0 || !bin || !existsSync12(bin))
     throw new SetupError(
       "runtime",
       `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`,
@@ -77806,15 +78064,15 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path27.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync11(dir) ? findBinary(dir, "llama-server") : null;
+    const dir = path28.join(o2.root, `${rel.tag}-${variant}`);
+    let bin = existsSync12(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "installed";
     if (!bin) {
       if (!asset.sha256) {
         problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
         continue;
       }
-      const archive = path27.join(o2.root, "downloads", asset.name);
+      const archive = path28.join(o2.root, "downloads", asset.name);
       try {
         await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       } catch (e) {
@@ -77837,7 +78095,7 @@ async function installPrebuilt(o2) {
       reject: false,
       timeout: 2e4,
       stdin: "ignore",
-      env: { ...process.env, LD_LIBRARY_PATH: [path27.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+      env: { ...process.env, LD_LIBRARY_PATH: [path28.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
     });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
@@ -78650,14 +78908,14 @@ async function modelsPage(url2, i2, key, timeoutMs) {
 
 // engine/serving/servers-api.ts
 import { rmSync as rmSync7 } from "node:fs";
-import path32 from "node:path";
+import path33 from "node:path";
 
 // engine/serving/llama-server.ts
 import { spawn as spawn4 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync12, mkdirSync as mkdirSync9, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync13 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync9, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync14 } from "node:fs";
 import { createServer } from "node:net";
 import os6 from "node:os";
-import path28 from "node:path";
+import path29 from "node:path";
 
 // engine/serving/http.ts
 var ERROR_MAX_BYTES = 64 * 1024;
@@ -78717,17 +78975,20 @@ function isLoopback(url2) {
     return false;
   }
 }
+function postStreaming(url2, headers, body, signal) {
+  return fetch(url2, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ ...body, stream: true }),
+    signal
+  });
+}
 async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
   const startMs = performance.now() - t0;
   const ctl = new AbortController();
   const timer2 = setTimeout(() => ctl.abort(), timeoutMs);
   try {
-    const res = await fetch(url2, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify({ ...body, stream: true }),
-      signal: ctl.signal
-    });
+    const res = await postStreaming(url2, headers, body, ctl.signal);
     if (!res.ok || !res.body)
       return {
         status: res.status,
@@ -78782,36 +79043,36 @@ var LlamaServerError = class extends SetupError {
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
-    if (!existsSync12(explicit))
+    if (!existsSync13(explicit))
       throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path28.resolve(explicit);
+    return path29.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path28.delimiter))
-    if (dir) cands.push(path28.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = config2(env2).OCW_LLAMA_CACHE ?? path28.join(os6.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path29.delimiter))
+    if (dir) cands.push(path29.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = config2(env2).OCW_LLAMA_CACHE ?? path29.join(os6.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync6(cache).sort().reverse()) cands.push(path28.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync6(cache).sort().reverse()) cands.push(path29.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed2 = path28.join(stateDir(env2), "llama");
+  const installed2 = path29.join(stateDir(env2), "llama");
   try {
     for (const d of readdirSync6(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path28.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+      const f = findFile(path29.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
   }
-  return cands.find((c3) => existsSync12(c3)) ?? null;
+  return cands.find((c3) => existsSync13(c3)) ?? null;
 }
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
   for (const e of readdirSync6(dir, { withFileTypes: true })) {
-    if (e.isFile() && e.name === name) return path28.join(dir, e.name);
+    if (e.isFile() && e.name === name) return path29.join(dir, e.name);
   }
   for (const e of readdirSync6(dir, { withFileTypes: true })) {
     if (e.isDirectory()) {
-      const f = findFile(path28.join(dir, e.name), name, depth + 1);
+      const f = findFile(path29.join(dir, e.name), name, depth + 1);
       if (f) return f;
     }
   }
@@ -78874,7 +79135,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync12(logFile) ? readFileSync13(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync13(logFile) ? readFileSync14(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -78887,11 +79148,11 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync9(path28.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync9(path29.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
-  env2.LD_LIBRARY_PATH = [path28.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path28.delimiter);
+  env2.LD_LIBRARY_PATH = [path29.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path29.delimiter);
   const child = spawn4(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync2(fd);
@@ -78910,6 +79171,15 @@ async function startLlamaServer(o2) {
 
 // engine/serving/bench.ts
 import { randomBytes as randomBytes5 } from "node:crypto";
+var failed = (error46) => ({
+  ok: false,
+  promptTokens: null,
+  completionTokens: null,
+  prefillTps: null,
+  decodeTps: null,
+  fromTimings: false,
+  error: error46
+});
 function benchBudgetSec(env2 = process.env) {
   return Math.max(0, config2(env2).OCW_SETUP_BENCH_SEC);
 }
@@ -78967,15 +79237,7 @@ async function oneRequest(o2, promptTokens, maxTokens, timeoutMs) {
     }
     if (!res.ok || !res.body) {
       const text = (await readBounded(res, `${o2.url}/chat/completions`, 64 * 1024).catch(() => "")).slice(0, 200);
-      return {
-        ok: false,
-        promptTokens: null,
-        completionTokens: null,
-        prefillTps: null,
-        decodeTps: null,
-        fromTimings: false,
-        error: `HTTP ${res.status} ${text}`
-      };
+      return failed(`HTTP ${res.status} ${text}`);
     }
     const counted2 = (async function* () {
       for await (const b of res.body) {
@@ -79005,15 +79267,7 @@ async function oneRequest(o2, promptTokens, maxTokens, timeoutMs) {
     }
   } catch (e) {
     const err = e;
-    return {
-      ok: false,
-      promptTokens: null,
-      completionTokens: null,
-      prefillTps: null,
-      decodeTps: null,
-      fromTimings: false,
-      error: ctl.signal.aborted ? String(ctl.signal.reason?.message ?? "aborted") : err.cause?.code ?? err.message
-    };
+    return failed(ctl.signal.aborted ? String(ctl.signal.reason?.message ?? "aborted") : err.cause?.code ?? err.message);
   } finally {
     clearTimeout(timer2);
     o2.signal?.removeEventListener("abort", onAbort);
@@ -79125,7 +79379,7 @@ function benchWarning(b, firstError) {
 var benchLine = benchText;
 
 // engine/serving/setup.ts
-import path31 from "node:path";
+import path32 from "node:path";
 import { spawn as spawn6 } from "node:child_process";
 import { closeSync as closeSync5, mkdirSync as mkdirSync12, openSync as openSync5 } from "node:fs";
 
@@ -79202,7 +79456,7 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
 // engine/serving/runtime-process.ts
 import { spawn as spawn5 } from "node:child_process";
 import { closeSync as closeSync3, mkdirSync as mkdirSync10, openSync as openSync3 } from "node:fs";
-import path29 from "node:path";
+import path30 from "node:path";
 async function waitRuntimeReady(port, key, child, logFile, timeoutMs) {
   const t0 = performance.now();
   let exited = null;
@@ -79223,7 +79477,7 @@ async function waitRuntimeReady(port, key, child, logFile, timeoutMs) {
   }
 }
 async function startRuntimeProcess(o2) {
-  mkdirSync10(path29.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync10(path30.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync3(o2.logFile, "a", 384);
   const env2 = { ...process.env, ...o2.env };
   delete env2.LLAMA_API_KEY;
@@ -79352,12 +79606,7 @@ async function streamTurn(url2, headers, body, timeoutMs) {
   const ctl = new AbortController();
   const timer2 = setTimeout(() => ctl.abort(), timeoutMs);
   try {
-    const res = await fetch(url2, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify({ ...body, stream: true }),
-      signal: ctl.signal
-    });
+    const res = await postStreaming(url2, headers, body, ctl.signal);
     out.status = res.status;
     if (!res.ok || !res.body) {
       const text = await readBounded(res, url2, 64 * 1024).catch(() => "");
@@ -79612,12 +79861,12 @@ ${POOL_UNIT.repeat(units)}` }],
   );
   const secs2 = ((performance.now() - t0) / 1e3).toFixed(1);
   const prompt = Math.max(...runs2.map((r) => r.body?.usage?.prompt_tokens ?? 0)) || units * perUnit;
-  const failed = runs2.filter((r) => r.status !== 200);
-  if (!failed.length) return { passed: true, evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once (${o2.n * prompt} cells) all answered in ${secs2} s` };
-  const why = failed[0].body?.error?.message ?? (failed[0].text.slice(0, 120) || failed[0].error || `HTTP ${failed[0].status}`);
+  const failed2 = runs2.filter((r) => r.status !== 200);
+  if (!failed2.length) return { passed: true, evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once (${o2.n * prompt} cells) all answered in ${secs2} s` };
+  const why = failed2[0].body?.error?.message ?? (failed2[0].text.slice(0, 120) || failed2[0].error || `HTTP ${failed2[0].status}`);
   return {
     passed: false,
-    evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once: ${failed.length} of ${o2.n} failed (${failed[0].status || "no answer"}: ${why}) in ${secs2} s \u2014 the server's KV pool holds fewer than ${o2.n} \xD7 ${o2.ctx} tokens at once (with --kv-unified, -c is one pool shared by all slots): start it with -c ${o2.n * o2.ctx} -np ${o2.n} --kv-unified, or use fewer slots`
+    evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once: ${failed2.length} of ${o2.n} failed (${failed2[0].status || "no answer"}: ${why}) in ${secs2} s \u2014 the server's KV pool holds fewer than ${o2.n} \xD7 ${o2.ctx} tokens at once (with --kv-unified, -c is one pool shared by all slots): start it with -c ${o2.n * o2.ctx} -np ${o2.n} --kv-unified, or use fewer slots`
   };
 }
 function minSlotProblem(ctx) {
@@ -79664,11 +79913,11 @@ async function thinkingProbe(chatUrl, key, model, timeoutMs) {
 function overlapFactor(singleMs, wallMs, n2) {
   return wallMs > 0 ? n2 * singleMs / wallMs : 0;
 }
-function underpoweredSummary(failed, evidence, engine) {
+function underpoweredSummary(failed2, evidence, engine) {
   const api = engine === "api";
-  if (failed === "capability")
+  if (failed2 === "capability")
     return `reachable but failed the coding task (${evidence}); ${api ? "a stronger coding model of this provider, or another provider," : "a larger or better coding model, more VRAM, or an API provider"} would lift it`;
-  if (failed === "concurrency")
+  if (failed2 === "concurrency")
     return `requests do not overlap (${evidence}); ${api ? "fewer slots: this provider does not serve that many requests of this key at once" : "fewer slots or a stronger machine"}`;
   return `the model does not use tools reliably (${evidence}); ${api ? "a model of this provider (or another) whose tool calling is verified" : "a model whose tool calling is verified, a higher quant, or an API provider"}`;
 }
@@ -79873,16 +80122,16 @@ async function verifyEndpoint(v) {
       const wall = Math.max(...runs2.map((x) => x.endMs));
       const firsts = runs2.map((x) => x.firstTokenMs).filter((x) => x !== null);
       const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
-      const failed = runs2.filter((x) => x.status !== 200 || x.error);
-      if (failed.some((x) => x.status === 429)) rateLimited.add("concurrency");
+      const failed2 = runs2.filter((x) => x.status !== 200 || x.error);
+      if (failed2.some((x) => x.status === 429)) rateLimited.add("concurrency");
       const broke = runs2.map((x) => streamedFailure(x.streamError)).find(Boolean);
       const brokeWhy = broke ? failedBy("concurrency", broke) : null;
       const factor = overlapFactor(singleMs, wall, n2);
       const spreadOk = spread < 0.5 * (n2 - 1) * singleMs;
       const slotsOk = before ? before.listed >= n2 && ((maxBusy ?? 0) >= 2 || spreadOk) : spreadOk;
-      const passed = failed.length === 0 && firsts.length === n2 && slotsOk;
-      const evidence = `${n2} concurrent \xD7 ${tokens2} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "\u221E"} ms` + (before ? `, /slots lists ${counted(before.listed, "slot")} and showed ${maxBusy} processing at once` : "") + (before && before.listed < n2 ? ` \u2014 ${n2} requests cannot run at once on ${counted(before.listed, "slot")}: they queue` : "") + (failed.length ? `; ${failed.length} failed (${failed[0].status} ${failed[0].error ?? ""})` : "") + (brokeWhy ? `: the provider's stream broke off with an error \u2014 ${brokeWhy}` : "");
-      return { passed, factor, evidence, failedRequests: failed.length > 0 };
+      const passed = failed2.length === 0 && firsts.length === n2 && slotsOk;
+      const evidence = `${n2} concurrent \xD7 ${tokens2} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "\u221E"} ms` + (before ? `, /slots lists ${counted(before.listed, "slot")} and showed ${maxBusy} processing at once` : "") + (before && before.listed < n2 ? ` \u2014 ${n2} requests cannot run at once on ${counted(before.listed, "slot")}: they queue` : "") + (failed2.length ? `; ${failed2.length} failed (${failed2[0].status} ${failed2[0].error ?? ""})` : "") + (brokeWhy ? `: the provider's stream broke off with an error \u2014 ${brokeWhy}` : "");
+      return { passed, factor, evidence, failedRequests: failed2.length > 0 };
     };
     let result2 = await burst();
     if (!result2.passed && !result2.failedRequests && !(before && before.listed < n2)) {
@@ -79953,8 +80202,8 @@ async function verifyEndpoint(v) {
     summary = `tool calls do not work: ${by("tools").evidence}`;
   } else if (!by("capability").passed || !by("concurrency").passed || checks.some((c3) => c3.name === "tools" && !c3.passed)) {
     outcome2 = "underpowered";
-    const failed = !by("capability").passed ? "capability" : !by("concurrency").passed ? "concurrency" : "tools";
-    summary = underpoweredSummary(failed, by(failed).evidence, v.engine);
+    const failed2 = !by("capability").passed ? "capability" : !by("concurrency").passed ? "concurrency" : "tools";
+    summary = underpoweredSummary(failed2, by(failed2).evidence, v.engine);
   } else {
     outcome2 = "built";
     summary = `verified: ${counted(v.slots, "slot")}${observed.perSlotCtx ? ` \xD7 ${observed.perSlotCtx} ctx` : ""}, coding task and tool-call round trip passed`;
@@ -79964,16 +80213,16 @@ async function verifyEndpoint(v) {
 
 // engine/serving/records.ts
 import { randomBytes as randomBytes6 } from "node:crypto";
-import { closeSync as closeSync4, linkSync as linkSync2, mkdirSync as mkdirSync11, openSync as openSync4, readFileSync as readFileSync14, renameSync as renameSync5, rmSync as rmSync6, statSync as statSync10, writeSync as writeSync2 } from "node:fs";
-import path30 from "node:path";
-var servingFile = (dir = stateDir()) => path30.join(dir, "serving.json");
+import { closeSync as closeSync4, linkSync as linkSync2, mkdirSync as mkdirSync11, openSync as openSync4, readFileSync as readFileSync15, renameSync as renameSync5, rmSync as rmSync6, statSync as statSync10, writeSync as writeSync2 } from "node:fs";
+import path31 from "node:path";
+var servingFile = (dir = stateDir()) => path31.join(dir, "serving.json");
 var lockPath = (dir) => `${servingFile(dir)}.lock`;
 var LOCK_WAIT_MS = 15e3;
 var sleeper = new Int32Array(new SharedArrayBuffer(4));
 var pause = (ms) => Atomics.wait(sleeper, 0, 0, ms);
 function readOwner2(file3) {
   try {
-    const v = JSON.parse(readFileSync14(file3, "utf8"));
+    const v = JSON.parse(readFileSync15(file3, "utf8"));
     return typeof v.pid === "number" && typeof v.nonce === "string" ? { pid: v.pid, startTime: v.startTime ?? null, nonce: v.nonce } : null;
   } catch {
     return null;
@@ -80137,11 +80386,11 @@ function supervisorCommand(env2 = process.env) {
   if (c3.OCW_SUPERVISE === "0") return null;
   if (c3.OCW_SUPERVISOR_CMD) return JSON.parse(c3.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path31.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path32.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync12(path31.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync12(path32.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync5(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn6(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -80161,7 +80410,7 @@ async function startSupervised(cmd, rec, timeoutMs) {
     await new Promise((res) => setTimeout(res, 100));
   }
   if (!r?.pid)
-    throw new SetupError("serving", `the supervisor started ${path31.basename(rec.bin)} but did not record it`, { targetId: rec.targetId }, "unavailable");
+    throw new SetupError("serving", `the supervisor started ${path32.basename(rec.bin)} but did not record it`, { targetId: rec.targetId }, "unavailable");
   return { pid: r.pid, readyMs: performance.now() - t0 };
 }
 async function superviseServing(targetId) {
@@ -80241,7 +80490,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path31.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path32.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -80499,6 +80748,20 @@ async function benchPhase(c3, t2, v) {
   end(benchLine(b), "done");
   return b;
 }
+function saveTarget(c3, target, v, engine, bench) {
+  const saved = finish(c3.o.store, target, v, { acceptUnderpowered: c3.input.acceptUnderpowered });
+  c3.job.result = {
+    outcome: v.outcome,
+    saved: saved.saved,
+    active: saved.active,
+    target: saved.target,
+    checks: v.checks,
+    summary: v.summary,
+    observed: { engine, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
+    ms: 0,
+    bench
+  };
+}
 async function confirmPhase(c3) {
   const { o: o2, job: job2 } = c3;
   if (o2.confirm) {
@@ -80554,11 +80817,11 @@ async function stopRemembered(recs, id3) {
 }
 async function serverRestartApi(id3, o2 = {}) {
   const recs = recordsOf(id3);
-  const other = recs.find((r) => !path32.basename(r.bin).startsWith("llama-server"));
+  const other = recs.find((r) => !path33.basename(r.bin).startsWith("llama-server"));
   if (other)
     throw new OcwError(
       "bad-input",
-      `${id3} runs ${path32.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
+      `${id3} runs ${path33.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
     );
   await stopServing(id3);
   const sup = supervisorCommand();
@@ -80633,16 +80896,16 @@ async function stopUnkeptServing() {
 // engine/serving/setup-api.ts
 import { randomBytes as randomBytes8 } from "node:crypto";
 import { accessSync as accessSync2, constants as constants5, statSync as statSync13 } from "node:fs";
-import path36 from "node:path";
+import path37 from "node:path";
 
 // engine/serving/start.ts
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { existsSync as existsSync15, mkdirSync as mkdirSync14, readFileSync as readFileSync16, statfsSync as statfsSync2, statSync as statSync12 } from "node:fs";
-import path35 from "node:path";
+import { existsSync as existsSync16, mkdirSync as mkdirSync14, readFileSync as readFileSync17, statfsSync as statfsSync2, statSync as statSync12 } from "node:fs";
+import path36 from "node:path";
 
 // engine/serving/fit-service.ts
-import { existsSync as existsSync13 } from "node:fs";
-import path33 from "node:path";
+import { existsSync as existsSync14 } from "node:fs";
+import path34 from "node:path";
 function input(message, field) {
   throw new SetupError("input", message, { field });
 }
@@ -80672,7 +80935,7 @@ function installedRuntime(rt) {
 }
 function vllmHere() {
   const f = findRuntime("vllm", process.env);
-  return f.how === "binary" ? "vLLM is installed" : f.how === "container" ? `setup runs vLLM's pinned container image with ${path33.basename(f.bin)}` : "neither vLLM nor docker/podman is here yet: pip install vllm (or install docker)";
+  return f.how === "binary" ? "vLLM is installed" : f.how === "container" ? `setup runs vLLM's pinned container image with ${path34.basename(f.bin)}` : "neither vLLM nor docker/podman is here yet: pip install vllm (or install docker)";
 }
 async function planFit(i2, hw, o2 = {}) {
   if (i2.slots !== void 0 && !(Number.isInteger(i2.slots) && i2.slots >= 1)) input(`--slots must be an integer \u2265 1 (got "${i2.slots}")`, "slots");
@@ -80727,20 +80990,21 @@ async function planFit(i2, hw, o2 = {}) {
       }
     }
   }
+  const bestParallel = (rt) => proposeParallel({
+    runtime: rt,
+    dev: parallelDevices(hw).dev,
+    slots,
+    minCtx,
+    maxCtxPerSlot: exact,
+    model: i2.model?.replace(/:.*$/, ""),
+    verified,
+    max: 1,
+    env: o2.env,
+    hub: o2.hub
+  }).catch(() => null);
   const big = hw.gpus.filter((g2) => (g2.vendor === "nvidia" || g2.vendor === "amd") && !g2.unified && isDatacenterGpu(g2.name, g2.totalBytes));
   if (!parallel && !i2.runtime && big.length && (!i2.model || findCatalog(i2.model))) {
-    const p = await proposeParallel({
-      runtime: "vllm",
-      dev: parallelDevices(hw).dev,
-      slots,
-      minCtx,
-      maxCtxPerSlot: exact,
-      model: i2.model?.replace(/:.*$/, ""),
-      verified,
-      max: 1,
-      env: o2.env,
-      hub: o2.hub
-    }).catch(() => null);
+    const p = await bestParallel("vllm");
     if (p?.pick) {
       const why = `${counted(big.length, "datacenter GPU")} of \u2265 80 GB (${big[0].name}): vLLM batches all ${slots} sequences on one engine with tensor \xD7 data parallel and uses the GPUs' memory for KV, where llama.cpp would run ${result2.pick?.pool ? `${result2.pick.pool.replicas} small replicas` : "one server"}; ${vllmHere()} (ocw setup --runtime vllm; --runtime llama.cpp keeps the llama.cpp plan)`;
       const vllmPick = { ...p.pick, runtimeReason: why, reason: `${p.pick.reason}; ${why}` };
@@ -80752,18 +81016,7 @@ async function planFit(i2, hw, o2 = {}) {
     for (const rt of ["vllm", "sglang"]) {
       if (installedRuntime(rt).how !== "binary") continue;
       if (result2.pick?.runtime === rt || result2.alternatives.some((x) => x.runtime === rt)) continue;
-      const p = await proposeParallel({
-        runtime: rt,
-        dev: parallelDevices(hw).dev,
-        slots,
-        minCtx,
-        maxCtxPerSlot: exact,
-        model: i2.model?.replace(/:.*$/, ""),
-        verified,
-        max: 1,
-        env: o2.env,
-        hub: o2.hub
-      }).catch(() => null);
+      const p = await bestParallel(rt);
       if (p?.pick) result2.alternatives.push(p.pick);
     }
   }
@@ -80825,7 +81078,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
     i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, "")
   );
   try {
-    if (!existsSync13(i2.model) && parseRepoRef(i2.model)) {
+    if (!existsSync14(i2.model) && parseRepoRef(i2.model)) {
       const r = await planRepo(i2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
       result2 = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : {
         pick: null,
@@ -80834,7 +81087,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
       };
     } else {
       const info = await loadGguf(i2.model);
-      const m = modelFromInfo(info, i2.model, existsSync13(i2.model) ? ["-m", path33.resolve(i2.model)] : ["-hf", i2.model]);
+      const m = modelFromInfo(info, i2.model, existsSync14(i2.model) ? ["-m", path34.resolve(i2.model)] : ["-hf", i2.model]);
       const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
       result2 = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
         pick: null,
@@ -80850,9 +81103,9 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
 }
 
 // engine/serving/start-runtimes.ts
-import { chmodSync as chmodSync3, existsSync as existsSync14, mkdirSync as mkdirSync13, readFileSync as readFileSync15, statSync as statSync11, writeFileSync as writeFileSync9 } from "node:fs";
+import { chmodSync as chmodSync3, existsSync as existsSync15, mkdirSync as mkdirSync13, readFileSync as readFileSync16, statSync as statSync11, writeFileSync as writeFileSync9 } from "node:fs";
 import os7 from "node:os";
-import path34 from "node:path";
+import path35 from "node:path";
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
   const words2 = commandWords(o2.command);
@@ -80873,7 +81126,7 @@ function buildLaunch(o2) {
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
     mkdirSync13(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path34.join(o2.configDir, "sglang.yaml");
+    configFile = path35.join(o2.configDir, "sglang.yaml");
     writeFileSync9(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
@@ -80881,7 +81134,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
-  const hfCache = env2.HF_HOME || path34.join(os7.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path35.join(os7.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run5 = [
     "run",
@@ -80969,15 +81222,15 @@ async function launchOtherPhase(c3, p, found) {
   await stopServing(id3);
   c3.setLaunched(id3);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path34.join(stateDir(), "runtime", id3), family: familyOf });
+  const launch = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path35.join(stateDir(), "runtime", id3), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g2) => [g2.runtimeId, g2.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job2.launchedCommand = `${[...Object.entries(launch.env).map(([k, v]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v)}`)].join(" ")}${Object.keys(launch.env).length ? " " : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;
-  const logFile = path34.join(stateDir(), "logs", `${id3}.log`);
+  const logFile = path35.join(stateDir(), "logs", `${id3}.log`);
   c3.setLog(logFile);
-  mkdirSync13(path34.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync14(logFile) ? statSync11(logFile).size : 0;
-  const readLog = () => existsSync14(logFile) ? readFileSync15(logFile, "utf8").slice(logStart) : "";
+  mkdirSync13(path35.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync15(logFile) ? statSync11(logFile).size : 0;
+  const readLog = () => existsSync15(logFile) ? readFileSync16(logFile, "utf8").slice(logStart) : "";
   const record2 = {
     targetId: id3,
     runtime,
@@ -81117,7 +81370,7 @@ async function placementOtherPhase(c3, p, l) {
   return placementFailed;
 }
 function recordOtherPhase(c3, p, l, v, bench, placementFailed) {
-  const { o: o2, input: input2, job: job2 } = c3;
+  const { job: job2 } = c3;
   const { runtime, name, slots, ctx } = p;
   const { id: id3, servedName, url: url2, keyFile, logFile } = l;
   const target = {
@@ -81132,18 +81385,7 @@ function recordOtherPhase(c3, p, l, v, bench, placementFailed) {
     checks: []
   };
   if (bench) target.bench = bench;
-  const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
-  job2.result = {
-    outcome: v.outcome,
-    saved: saved.saved,
-    active: saved.active,
-    target: saved.target,
-    checks: v.checks,
-    summary: v.summary,
-    observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
-    ms: 0,
-    bench
-  };
+  saveTarget(c3, target, v, runtime, bench);
   if (placementFailed) {
     job2.failure = {
       phase: "placement",
@@ -81186,18 +81428,18 @@ async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
   const root2 = stateDir();
   if (flag2 === "-m") {
-    if (!existsSync15(value))
+    if (!existsSync16(value))
       throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n2 = Number(m[2]);
       const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter(
-        (f) => !existsSync15(f)
+        (f) => !existsSync16(f)
       );
       if (missing.length)
         throw new StartError({
           kind: "not-found",
-          cause: `${path35.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path35.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
+          cause: `${path36.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path36.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
           logLine: null,
           remedy: "put every shard in the same folder (llama-server loads them from the first)"
         });
@@ -81221,8 +81463,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path35.basename(new URL(url2).pathname);
-      return { url: url2, dest: path35.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path36.basename(new URL(url2).pathname);
+      return { url: url2, dest: path36.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -81255,7 +81497,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (files.length !== Number(m[2]))
         throw new StartError({
           kind: "not-found",
-          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path35.basename(stem)}`,
+          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path36.basename(stem)}`,
           logLine: null,
           remedy: "the repository is incomplete (an upload in progress?): try again later or another quant"
         });
@@ -81266,7 +81508,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     dest: localPathFor(root2, repo, f.path),
     size: f.size || null,
     sha256: f.sha256,
-    name: path35.basename(f.path)
+    name: path36.basename(f.path)
   }));
   return { local: downloads[0].dest, downloads };
 }
@@ -81353,12 +81595,12 @@ async function downloadPhase(modelArg, ops, signal) {
   });
   if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
   else {
-    ops.begin("download", `${counted(files.downloads.length, "file")} to ${path35.dirname(files.downloads[0].dest)}`);
+    ops.begin("download", `${counted(files.downloads.length, "file")} to ${path36.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-    const onDisk = (d) => existsSync15(d.dest) ? statSync12(d.dest).size : existsSync15(`${d.dest}.part`) ? statSync12(`${d.dest}.part`).size : 0;
+    const onDisk = (d) => existsSync16(d.dest) ? statSync12(d.dest).size : existsSync16(`${d.dest}.part`) ? statSync12(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-      const dir = path35.dirname(files.downloads[0].dest);
+      const dir = path36.dirname(files.downloads[0].dest);
       mkdirSync14(dir, { recursive: true });
       const fs = statfsSync2(dir);
       const free = Number(fs.bavail) * Number(fs.bsize);
@@ -81510,7 +81752,7 @@ async function runtimeLlamaPhase(c3, plan) {
   else {
     phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
     const got = await installPrebuilt({
-      root: path35.join(stateDir(), "llama"),
+      root: path36.join(stateDir(), "llama"),
       gpus: hw.gpus,
       onBuildLine: (line) => {
         phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
@@ -81567,7 +81809,7 @@ async function launchLlamaPhase(c3, plan, files) {
   const { pick: pick3, entry, hw, replacing } = plan;
   const bin = plan.bin;
   const alias = targetSlug({
-    model: entry?.name ?? path35.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
+    model: entry?.name ?? path36.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
     quant: pick3.quant
   });
   const id3 = input2.id ?? `llamacpp-${alias}`;
@@ -81586,13 +81828,13 @@ async function launchLlamaPhase(c3, plan, files) {
   const logs = [];
   const readLog = (k = 0) => {
     const l = logs[k];
-    return l && existsSync15(l.file) ? readFileSync16(l.file, "utf8").slice(l.start) : "";
+    return l && existsSync16(l.file) ? readFileSync17(l.file, "utf8").slice(l.start) : "";
   };
   const startOne = async (r) => {
     const port = await freePort();
     const args = [...r.words.args];
     const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-    args.splice(ri, 2, "-m", path35.resolve(files.local));
+    args.splice(ri, 2, "-m", path36.resolve(files.local));
     const pi = args.indexOf("--port");
     if (pi >= 0) args[pi + 1] = String(port);
     else args.push("--port", String(port));
@@ -81605,9 +81847,9 @@ async function launchLlamaPhase(c3, plan, files) {
     launched[r.i] = `${[...Object.entries(env2).map(([k, v]) => `${k}=${shellQuote(v)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
     job2.launchedCommand = launched.filter(Boolean).join("\n");
     const recId = pooled ? `${id3}@${r.i + 1}` : id3;
-    const file3 = path35.join(stateDir(), "logs", `${recId}.log`);
-    mkdirSync14(path35.dirname(file3), { recursive: true });
-    logs[r.i] = { file: file3, start: existsSync15(file3) ? statSync12(file3).size : 0 };
+    const file3 = path36.join(stateDir(), "logs", `${recId}.log`);
+    mkdirSync14(path36.dirname(file3), { recursive: true });
+    logs[r.i] = { file: file3, start: existsSync16(file3) ? statSync12(file3).size : 0 };
     if (r.i === 0) c3.setLog(file3);
     const record2 = {
       targetId: recId,
@@ -81785,7 +82027,7 @@ async function placementLlamaPhase(c3, plan, l) {
     if (gpuBytes.length) patchServing(recId, { gpuBytes });
     if (props.status === 200)
       pl.evidence.push(
-        `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path35.basename(props.body.model_path)}` : ""}`
+        `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path36.basename(props.body.model_path)}` : ""}`
       );
     placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
   }
@@ -81799,7 +82041,7 @@ async function placementLlamaPhase(c3, plan, l) {
   return placement;
 }
 function recordLlamaPhase(c3, plan, l, v, placement, bench) {
-  const { o: o2, input: input2, job: job2 } = c3;
+  const { job: job2 } = c3;
   const { pick: pick3 } = plan;
   const { id: id3, alias, servers, replicas, keyFile } = l;
   const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k].slots }));
@@ -81815,18 +82057,7 @@ function recordLlamaPhase(c3, plan, l, v, placement, bench) {
     checks: [],
     ...bench ? { bench } : {}
   };
-  const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
-  job2.result = {
-    outcome: v.outcome,
-    saved: saved.saved,
-    active: saved.active,
-    target: saved.target,
-    checks: v.checks,
-    summary: v.summary,
-    observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
-    ms: 0,
-    bench
-  };
+  saveTarget(c3, target, v, "llama.cpp", bench);
   if (!placement.passed) {
     job2.failure = {
       phase: "placement",
@@ -81955,10 +82186,10 @@ function replaces(pick3, g2, inputId) {
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path35.resolve(value) === path35.resolve(file3);
+  if (w[mi] === "-m") return path36.resolve(value) === path36.resolve(file3);
   const [repo, quant] = value.split(":");
-  const dir = path35.join(stateDir(), "models", repo.replace("/", "__"));
-  return file3.startsWith(dir + path35.sep) && (!quant || pathHasQuant(path35.relative(dir, file3), quant));
+  const dir = path36.join(stateDir(), "models", repo.replace("/", "__"));
+  return file3.startsWith(dir + path36.sep) && (!quant || pathHasQuant(path36.relative(dir, file3), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -82075,26 +82306,23 @@ function outcome(r) {
     ...r.bench !== void 0 ? { bench: r.bench } : {}
   };
 }
+function routeOptions(i2, store) {
+  return {
+    url: i2.url,
+    slots: i2.slots,
+    id: i2.id,
+    acceptUnderpowered: i2.acceptUnderpowered,
+    unverified: i2.unverified,
+    saveCannotBuild: false,
+    yes: true,
+    store,
+    env: process.env
+  };
+}
 async function setupCaptureApi(input2, store) {
   const i2 = SetupCaptureInput.parse(input2);
   try {
-    return outcome(
-      await setupCapture({
-        url: i2.url,
-        model: i2.model,
-        apiKeyEnv: i2.apiKeyEnv,
-        slots: i2.slots,
-        ctx: i2.ctx,
-        benchSec: i2.benchSec,
-        id: i2.id,
-        acceptUnderpowered: i2.acceptUnderpowered,
-        unverified: i2.unverified,
-        saveCannotBuild: false,
-        yes: true,
-        store,
-        env: process.env
-      })
-    );
+    return outcome(await setupCapture({ ...routeOptions(i2, store), model: i2.model, apiKeyEnv: i2.apiKeyEnv, ctx: i2.ctx, benchSec: i2.benchSec }));
   } catch (e) {
     inputError(e);
   }
@@ -82102,25 +82330,7 @@ async function setupCaptureApi(input2, store) {
 async function setupProviderApi(input2, store) {
   const i2 = SetupProviderInput.parse(input2);
   try {
-    return outcome(
-      withPrice(
-        store,
-        i2.price,
-        await setupProvider({
-          url: i2.url,
-          model: i2.model,
-          apiKeyEnv: i2.apiKeyEnv,
-          slots: i2.slots,
-          id: i2.id,
-          acceptUnderpowered: i2.acceptUnderpowered,
-          unverified: i2.unverified,
-          saveCannotBuild: false,
-          yes: true,
-          store,
-          env: process.env
-        })
-      )
-    );
+    return outcome(withPrice(store, i2.price, await setupProvider({ ...routeOptions(i2, store), model: i2.model, apiKeyEnv: i2.apiKeyEnv })));
   } catch (e) {
     inputError(e);
   }
@@ -82135,17 +82345,10 @@ async function setupProviderKeyApi(input2, store) {
   let r;
   try {
     r = await setupProvider({
-      url: i2.url,
+      ...routeOptions(i2, store),
       model: i2.model,
       apiKeyEnv: TYPED_KEY_VAR,
       keyHint: "the key typed",
-      slots: i2.slots,
-      id: i2.id,
-      acceptUnderpowered: i2.acceptUnderpowered,
-      unverified: i2.unverified,
-      saveCannotBuild: false,
-      yes: true,
-      store,
       env: { ...process.env, [TYPED_KEY_VAR]: i2.key }
     });
   } catch (e) {
@@ -82197,7 +82400,7 @@ function setupStartApi(input2, store, publish, opts = {}) {
   return SetupJob.parse(first2 ?? entry.job);
 }
 function checkLlamaServerPath(p) {
-  if (!path36.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
+  if (!path37.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
     st = statSync13(p);
@@ -82248,13 +82451,13 @@ function setTargetKey(store, id3, given) {
 }
 
 // engine/serving/setup-commands.ts
-import { existsSync as existsSync18 } from "node:fs";
-import path40 from "node:path";
+import { existsSync as existsSync19 } from "node:fs";
+import path41 from "node:path";
 
 // engine/sandbox/cgroup.ts
 import { execFileSync as execFileSync2 } from "node:child_process";
-import { existsSync as existsSync16, mkdirSync as mkdirSync15, readdirSync as readdirSync7, readFileSync as readFileSync17, rmdirSync, statSync as statSync14, writeFileSync as writeFileSync10 } from "node:fs";
-import path37 from "node:path";
+import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync7, readFileSync as readFileSync18, rmdirSync, statSync as statSync14, writeFileSync as writeFileSync10 } from "node:fs";
+import path38 from "node:path";
 var MIB2 = 1024 * 1024;
 function mounts(mountinfo) {
   const out = [];
@@ -82280,12 +82483,12 @@ function ownPaths(procCgroup) {
 }
 function ownDir(m, own) {
   const rel = m.root === "/" ? own : own.startsWith(m.root) ? own.slice(m.root.length) : own;
-  return path37.join(m.point, rel);
+  return path38.join(m.point, rel);
 }
 var hostCgroupFs = {
   read: (f) => {
     try {
-      return readFileSync17(f, "utf8");
+      return readFileSync18(f, "utf8");
     } catch {
       return "";
     }
@@ -82293,7 +82496,7 @@ var hostCgroupFs = {
   write: (f, v) => writeFileSync10(f, v),
   mkdir: (d) => mkdirSync15(d),
   rmdir: (d) => rmdirSync(d),
-  exists: (p) => existsSync16(p),
+  exists: (p) => existsSync17(p),
   dirs: (d) => {
     try {
       return readdirSync7(d, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
@@ -82324,19 +82527,19 @@ function removeStale(parentOfParents, fs, isAlive, self) {
   for (const n2 of names) {
     const pid = Number(n2.slice(4));
     if (pid === self || isAlive(pid)) continue;
-    removeTree(path37.join(parentOfParents, n2), fs);
+    removeTree(path38.join(parentOfParents, n2), fs);
   }
 }
 function emptyAndRemove(dir, fs = hostCgroupFs) {
   for (let i2 = 0; i2 < 100; i2++) {
     if (!fs.exists(dir)) return true;
-    if (fs.exists(path37.join(dir, "cgroup.kill"))) {
+    if (fs.exists(path38.join(dir, "cgroup.kill"))) {
       try {
-        fs.write(path37.join(dir, "cgroup.kill"), "1");
+        fs.write(path38.join(dir, "cgroup.kill"), "1");
       } catch {
       }
     }
-    for (const p of fs.read(path37.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) fs.kill(Number(p));
+    for (const p of fs.read(path38.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) fs.kill(Number(p));
     try {
       fs.rmdir(dir);
       return true;
@@ -82348,15 +82551,15 @@ function emptyAndRemove(dir, fs = hostCgroupFs) {
   return false;
 }
 function removeTree(dir, fs = hostCgroupFs, keep) {
-  for (const c3 of fs.dirs(dir)) if (c3 !== keep) removeTree(path37.join(dir, c3), fs);
-  return keep && fs.exists(path37.join(dir, keep)) ? true : emptyAndRemove(dir, fs);
+  for (const c3 of fs.dirs(dir)) if (c3 !== keep) removeTree(path38.join(dir, c3), fs);
+  return keep && fs.exists(path38.join(dir, keep)) ? true : emptyAndRemove(dir, fs);
 }
 function sweep(now = Date.now()) {
   for (const { dir: parent, fs } of made) {
     for (const n2 of fs.dirs(parent).filter((x) => /^(c|check)-/.test(x))) {
-      const dir = path37.join(parent, n2);
+      const dir = path38.join(parent, n2);
       try {
-        if (now - fs.ctimeMs(dir) < 6e4 || fs.read(path37.join(dir, "cgroup.procs")).trim()) continue;
+        if (now - fs.ctimeMs(dir) < 6e4 || fs.read(path38.join(dir, "cgroup.procs")).trim()) continue;
         fs.rmdir(dir);
       } catch {
       }
@@ -82369,11 +82572,11 @@ function forgetOnExit(dirs, fs) {
   made = [...made, ...dirs.map((dir) => ({ dir, fs }))];
 }
 function engineGroup(own, h3) {
-  const dir = path37.join(own, `ocw-${h3.pid}`);
+  const dir = path38.join(own, `ocw-${h3.pid}`);
   try {
     removeStale(own, h3.fs, h3.alive ?? alive2, h3.pid);
     if (!h3.fs.exists(dir)) h3.fs.mkdir(dir);
-    if (!h3.fs.exists(path37.join(dir, "cgroup.procs"))) throw new Error("not a cgroup");
+    if (!h3.fs.exists(path38.join(dir, "cgroup.procs"))) throw new Error("not a cgroup");
     return dir;
   } catch {
     return null;
@@ -82386,9 +82589,9 @@ function v2(ms, own, h3) {
   const m = ms.find((x) => x.fstype === "cgroup2");
   if (!m) return "no cgroup2 hierarchy";
   const base2 = ownDir(m, own.get("") ?? "/");
-  if (!hasBoth(fs.read(path37.join(base2, "cgroup.controllers")))) return `cgroup2 at ${m.point} has no pids and memory controllers for this process`;
+  if (!hasBoth(fs.read(path38.join(base2, "cgroup.controllers")))) return `cgroup2 at ${m.point} has no pids and memory controllers for this process`;
   const enable = (dir2) => {
-    if (!hasBoth(fs.read(path37.join(dir2, "cgroup.subtree_control")))) fs.write(path37.join(dir2, "cgroup.subtree_control"), "+pids +memory");
+    if (!hasBoth(fs.read(path38.join(dir2, "cgroup.subtree_control")))) fs.write(path38.join(dir2, "cgroup.subtree_control"), "+pids +memory");
   };
   let dir = null;
   let leaf = null;
@@ -82396,12 +82599,12 @@ function v2(ms, own, h3) {
   const undo = (why) => {
     if (leaf && dir) {
       try {
-        if (enabledBase) fs.write(path37.join(base2, "cgroup.subtree_control"), "-pids -memory");
-        fs.write(path37.join(base2, "cgroup.procs"), String(h3.pid));
+        if (enabledBase) fs.write(path38.join(base2, "cgroup.subtree_control"), "-pids -memory");
+        fs.write(path38.join(base2, "cgroup.procs"), String(h3.pid));
       } catch {
       }
     }
-    if (dir) removeTree(dir, fs, leaf && fs.read(path37.join(leaf, "cgroup.procs")).trim() ? ENGINE_LEAF : void 0);
+    if (dir) removeTree(dir, fs, leaf && fs.read(path38.join(leaf, "cgroup.procs")).trim() ? ENGINE_LEAF : void 0);
     return why;
   };
   try {
@@ -82410,10 +82613,10 @@ function v2(ms, own, h3) {
     if (errCode(err) !== "EBUSY") return `cgroup2: pids and memory are not delegated to ${base2} (${errCode(err)})`;
     dir = engineGroup(base2, h3);
     if (!dir) return `cgroup2: ${base2} is not writable`;
-    leaf = path37.join(dir, ENGINE_LEAF);
+    leaf = path38.join(dir, ENGINE_LEAF);
     try {
       if (!fs.exists(leaf)) fs.mkdir(leaf);
-      fs.write(path37.join(leaf, "cgroup.procs"), String(h3.pid));
+      fs.write(path38.join(leaf, "cgroup.procs"), String(h3.pid));
     } catch (e) {
       return undo(`cgroup2: the engine could not move into a leaf group of its own (${errCode(e)})`);
     }
@@ -82434,7 +82637,7 @@ function v2(ms, own, h3) {
     return undo(`cgroup2: pids and memory are not delegated to ${base2} (${errCode(err)})`);
   }
   if (h3.fs === hostCgroupFs) forgetOnExit([dir], fs);
-  return { dir, swap: fs.exists(path37.join(dir, "memory.swap.max")) || fs.exists(path37.join(dir, ENGINE_LEAF, "memory.swap.max")) };
+  return { dir, swap: fs.exists(path38.join(dir, "memory.swap.max")) || fs.exists(path38.join(dir, ENGINE_LEAF, "memory.swap.max")) };
 }
 function v1(ms, own, h3) {
   const pm = ms.find((x) => x.fstype === "cgroup" && x.options.includes("pids"));
@@ -82447,7 +82650,7 @@ function v1(ms, own, h3) {
     return "cgroup v1 is not writable here";
   }
   if (h3.fs === hostCgroupFs) forgetOnExit([pids, memory], h3.fs);
-  return { pids, memory, swap: h3.fs.exists(path37.join(memory, "memory.memsw.limit_in_bytes")) };
+  return { pids, memory, swap: h3.fs.exists(path38.join(memory, "memory.memsw.limit_in_bytes")) };
 }
 function cgroupLimits(h3) {
   const ms = mounts(h3.mountinfo);
@@ -82478,8 +82681,8 @@ function userSystemd() {
   }
 }
 function findOnPath(name) {
-  for (const dir of (process.env.PATH ?? "").split(path37.delimiter)) {
-    if (dir && existsSync16(path37.join(dir, name))) return path37.join(dir, name);
+  for (const dir of (process.env.PATH ?? "").split(path38.delimiter)) {
+    if (dir && existsSync17(path38.join(dir, name))) return path38.join(dir, name);
   }
   return null;
 }
@@ -82523,11 +82726,11 @@ function checkGroup(procs, memMb, s = limitSetup(), fs = hostCgroupFs) {
   if (!s.parents) return null;
   if (fs === hostCgroupFs) sweep();
   const name = `check-${++seq}`;
-  const dirs = [path37.join(s.parents.pids, name), path37.join(s.parents.memory, name)];
+  const dirs = [path38.join(s.parents.pids, name), path38.join(s.parents.memory, name)];
   try {
     for (const d of new Set(dirs)) fs.mkdir(d);
     for (const f of limitFiles(s, procs, memMb)) {
-      const file3 = path37.join(f.file === "pids" ? dirs[0] : dirs[1], f.name);
+      const file3 = path38.join(f.file === "pids" ? dirs[0] : dirs[1], f.name);
       if (f.optional && !fs.exists(file3)) continue;
       fs.write(file3, f.value);
     }
@@ -82545,11 +82748,11 @@ function hitsIn(s, [pids, memory], fs) {
   const read3 = fs.read;
   const out = [];
   if (s.commands === "cgroup2") {
-    if (/^oom_kill [1-9]/m.test(read3(path37.join(memory, "memory.events")))) out.push("memory");
-    if (/^max [1-9]/m.test(read3(path37.join(pids, "pids.events")))) out.push("processes");
+    if (/^oom_kill [1-9]/m.test(read3(path38.join(memory, "memory.events")))) out.push("memory");
+    if (/^max [1-9]/m.test(read3(path38.join(pids, "pids.events")))) out.push("processes");
   } else {
-    if (/^oom_kill [1-9]/m.test(read3(path37.join(memory, "memory.oom_control")))) out.push("memory");
-    if (/^max [1-9]/m.test(read3(path37.join(pids, "pids.events")))) out.push("processes");
+    if (/^oom_kill [1-9]/m.test(read3(path38.join(memory, "memory.oom_control")))) out.push("memory");
+    if (/^max [1-9]/m.test(read3(path38.join(pids, "pids.events")))) out.push("processes");
   }
   return out;
 }
@@ -82569,10 +82772,10 @@ function systemdPrefix(procs, memMb) {
 
 // engine/sandbox/sandbox.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { chmodSync as chmodSync4, existsSync as existsSync17, lstatSync, mkdirSync as mkdirSync16, readdirSync as readdirSync8, readlinkSync, realpathSync, statSync as statSync15, writeFileSync as writeFileSync11 } from "node:fs";
+import { chmodSync as chmodSync4, existsSync as existsSync18, lstatSync, mkdirSync as mkdirSync16, readdirSync as readdirSync8, readlinkSync, realpathSync, statSync as statSync15, writeFileSync as writeFileSync11 } from "node:fs";
 import fsp from "node:fs/promises";
 import os8 from "node:os";
-import path38 from "node:path";
+import path39 from "node:path";
 var SandboxPolicy = external_exports.object({
   /** Writable folders (bound read-write at the same path). */
   writable: external_exports.array(external_exports.string()),
@@ -82644,9 +82847,9 @@ function sandboxStatus() {
   return cached5;
 }
 function findOnPath2(name) {
-  for (const dir of (process.env.PATH ?? "").split(path38.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path39.delimiter)) {
     if (!dir) continue;
-    const p = path38.join(dir, name);
+    const p = path39.join(dir, name);
     try {
       if (statSync15(p).isFile()) return p;
     } catch {
@@ -82702,15 +82905,15 @@ var HOME_SECRETS = [
 function hostSockets(env2 = process.env) {
   const list = ["/run/user", "/var/run/docker.sock", "/run/docker.sock", "/run/podman", "/tmp/.X11-unix", "/run/dbus", "/var/run/dbus"];
   if (env2.XDG_RUNTIME_DIR) list.push(env2.XDG_RUNTIME_DIR);
-  if (env2.SSH_AUTH_SOCK) list.push(path38.dirname(env2.SSH_AUTH_SOCK));
+  if (env2.SSH_AUTH_SOCK) list.push(path39.dirname(env2.SSH_AUTH_SOCK));
   try {
-    for (const d of readdirSync8("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path38.join("/tmp", d));
+    for (const d of readdirSync8("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path39.join("/tmp", d));
   } catch {
   }
-  return list.filter((p) => existsSync17(p));
+  return list.filter((p) => existsSync18(p));
 }
 function homeSecrets(home = os8.homedir()) {
-  return [...HOME_SECRETS.map((p) => path38.join(home, p)).filter((p) => existsSync17(p)), ...hostSockets()];
+  return [...HOME_SECRETS.map((p) => path39.join(home, p)).filter((p) => existsSync18(p)), ...hostSockets()];
 }
 var PASS_ENV = ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"];
 function allowListedEnv(extra, from = process.env) {
@@ -82724,7 +82927,7 @@ function absolutePath(value) {
   if (lastPath?.[0] !== value)
     lastPath = [
       value,
-      value.split(path38.delimiter).filter((d) => path38.isAbsolute(d)).join(path38.delimiter)
+      value.split(path39.delimiter).filter((d) => path39.isAbsolute(d)).join(path39.delimiter)
     ];
   return lastPath[1];
 }
@@ -82732,7 +82935,7 @@ function real(p) {
   try {
     return realpathSync(p);
   } catch {
-    return path38.resolve(p);
+    return path39.resolve(p);
   }
 }
 function commandLimits() {
@@ -82762,8 +82965,8 @@ function deniedRoots(home = os8.homedir()) {
 }
 var TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
 function revealed(home = os8.homedir()) {
-  const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path38.isAbsolute(p));
-  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path38.join(home, p)), ...extra].filter((p) => existsSync17(p)).map(real))];
+  const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path39.isAbsolute(p));
+  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path39.join(home, p)), ...extra].filter((p) => existsSync18(p)).map(real))];
 }
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix", "/gnu"];
 var ETC_SECRETS = [
@@ -82794,18 +82997,18 @@ var ETC_SECRETS = [
 ];
 function pathToolchains(env2 = process.env, home = os8.homedir()) {
   const denied = deniedRoots(home);
-  const covered = (p) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path38.sep));
+  const covered = (p) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path39.sep));
   const out = [];
   const add = (p) => {
-    if (!path38.isAbsolute(p)) return;
+    if (!path39.isAbsolute(p)) return;
     const r = real(p);
-    if (r === "/" || covered(r) || !existsSync17(r) || r.split(path38.sep).includes("node_modules")) return;
-    const parent = path38.dirname(r);
-    const dir = path38.basename(r) === "bin" && path38.dirname(parent) !== "/" ? parent : r;
+    if (r === "/" || covered(r) || !existsSync18(r) || r.split(path39.sep).includes("node_modules")) return;
+    const parent = path39.dirname(r);
+    const dir = path39.basename(r) === "bin" && path39.dirname(parent) !== "/" ? parent : r;
     if (!out.includes(dir)) out.push(dir);
   };
-  for (const p of (env2.PATH ?? "").split(path38.delimiter)) add(p);
-  if (path38.basename(process.execPath) === "node") add(path38.dirname(process.execPath));
+  for (const p of (env2.PATH ?? "").split(path39.delimiter)) add(p);
+  if (path39.basename(process.execPath) === "node") add(path39.dirname(process.execPath));
   return out;
 }
 function systemBinds() {
@@ -82833,16 +83036,16 @@ function systemBinds() {
 }
 function reshown(hidden2, reveal) {
   const r = reveal.map(real);
-  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path38.sep))).filter((h3) => existsSync17(h3) && statSync15(h3).isDirectory());
+  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path39.sep))).filter((h3) => existsSync18(h3) && statSync15(h3).isDirectory());
 }
 function reshownFiles(hidden2, reveal) {
   const r = reveal.map(real);
-  return hidden2.map(real).filter((h3) => r.some((x) => h3.startsWith(x + path38.sep))).filter((h3) => existsSync17(h3) && !statSync15(h3).isDirectory());
+  return hidden2.map(real).filter((h3) => r.some((x) => h3.startsWith(x + path39.sep))).filter((h3) => existsSync18(h3) && !statSync15(h3).isDirectory());
 }
 function servePolicy(o2) {
   const home = o2.home ?? os8.homedir();
   const reveal = revealed(home);
-  const secrets = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path38.sep)));
+  const secrets = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path39.sep)));
   const resolv = [];
   try {
     if (lstatSync("/etc/resolv.conf").isSymbolicLink()) resolv.push(realpathSync("/etc/resolv.conf"));
@@ -82887,20 +83090,20 @@ function bwrapArgs(policy) {
   if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   args.push("--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
   if (policy.network === "none") args.push("--unshare-net");
-  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync17(p)) args.push(...size, "--tmpfs", p);
+  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync18(p)) args.push(...size, "--tmpfs", p);
   for (const p of policy.hidden.map(real)) {
-    if (!existsSync17(p)) continue;
+    if (!existsSync18(p)) continue;
     if (statSync15(p).isDirectory()) args.push(...size, "--tmpfs", p);
     else args.push("--ro-bind", "/dev/null", p);
   }
-  for (const p of (policy.reveal ?? []).map(real)) if (existsSync17(p)) args.push("--ro-bind", p, p);
+  for (const p of (policy.reveal ?? []).map(real)) if (existsSync18(p)) args.push("--ro-bind", p, p);
   for (const p of reshown(policy.hidden, policy.reveal ?? [])) args.push(...size, "--tmpfs", p);
   for (const p of reshownFiles(policy.hidden, policy.reveal ?? [])) args.push("--ro-bind", "/dev/null", p);
   for (const p of policy.writable.map(real)) {
     mkdirSync16(p, { recursive: true });
     args.push("--bind", p, p);
   }
-  for (const p of policy.readOnly.map(real)) if (existsSync17(p)) args.push("--ro-bind", p, p);
+  for (const p of policy.readOnly.map(real)) if (existsSync18(p)) args.push("--ro-bind", p, p);
   args.push("--clearenv");
   for (const [k, v] of Object.entries(policy.env)) args.push("--setenv", k, v);
   args.push("--chdir", policy.cwd);
@@ -82917,7 +83120,7 @@ function capFilter(outputBytes) {
 }
 function sandboxed(argv, policy, kind = sandboxStatus().kind) {
   const l = policy.limits;
-  const shell = existsSync17("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync18("/bin/bash") ? "/bin/bash" : "/bin/sh";
   const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash"), kind !== "none"), ...argv] : argv;
   const base2 = kind === "none" ? { file: inner[0], args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap, args: [...bwrapArgs(policy), "--", ...inner], env: {} };
   if (policy.join?.length) {
@@ -83104,7 +83307,7 @@ export const OcwWorkspace = async ({ directory, worktree }) => {
 };
 `;
 function writeWorkspacePlugin(file3) {
-  mkdirSync16(path38.dirname(file3), { recursive: true });
+  mkdirSync16(path39.dirname(file3), { recursive: true });
   writeFileSync11(file3, WORKSPACE_PLUGIN);
   return file3;
 }
@@ -83112,14 +83315,14 @@ async function writeRepoBinds(bindsDir, worktree, mirror) {
   const dir = await fsp.realpath(mirror).catch(() => null);
   const args = dir ? ["--ro-bind-try", dir, dir] : [];
   await fsp.mkdir(bindsDir, { recursive: true });
-  await fsp.writeFile(path38.join(bindsDir, path38.basename(path38.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
+  await fsp.writeFile(path39.join(bindsDir, path39.basename(path39.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
 }
 function writeWorkerShell(file3, opts) {
   const root2 = real(opts.workspacesRoot);
-  const named = path38.resolve(opts.workspacesRoot);
+  const named = path39.resolve(opts.workspacesRoot);
   const tmpRoot = real(opts.tmpRoot);
-  const binds = real(opts.bindsDir ?? path38.join(path38.dirname(file3), "binds"));
-  const bash = opts.bash ?? (existsSync17("/bin/bash") ? "/bin/bash" : "/bin/sh");
+  const binds = real(opts.bindsDir ?? path39.join(path39.dirname(file3), "binds"));
+  const bash = opts.bash ?? (existsSync18("/bin/bash") ? "/bin/bash" : "/bin/sh");
   const l = opts.limits ?? commandLimits();
   const env2 = allowListedEnv({
     TERM: "dumb",
@@ -83174,13 +83377,13 @@ function writeWorkerShell(file3, opts) {
     const hide = [...deniedRoots(home), ...opts.stateDir ? [real(opts.stateDir)] : [], root2, tmpRoot].filter((p, i2, a2) => a2.indexOf(p) === i2);
     const hideArgs = hide.map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
     const reveal = revealed(home);
-    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path38.sep)));
+    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path39.sep)));
     const revealArgs = [
       ...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`),
       ...secretsInside.map((s) => statSync15(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)
     ].join(" ");
     const again = reshown(hide, reveal).map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
-    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync17(t2));
+    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync18(t2));
     const cg = opts.cgroups ?? limitSetup();
     const joined = !!cg.parents && (cg.commands === "cgroup1" || cg.commands === "cgroup2");
     if (joined && cg.parents) {
@@ -83224,7 +83427,7 @@ function writeWorkerShell(file3, opts) {
       "exit ${rc:-1}"
     );
   }
-  mkdirSync16(path38.dirname(file3), { recursive: true });
+  mkdirSync16(path39.dirname(file3), { recursive: true });
   writeFileSync11(file3, lines.join("\n") + "\n");
   chmodSync4(file3, 493);
   return file3;
@@ -83233,18 +83436,18 @@ function writeWorkerShell(file3, opts) {
 // engine/serving/pool.ts
 import { mkdtempSync as mkdtempSync2, rmSync as rmSync8 } from "node:fs";
 import os9 from "node:os";
-import path39 from "node:path";
+import path40 from "node:path";
 var RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 };
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync2(path39.join(os9.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync2(path40.join(os9.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const [i2, url2] of urls.entries()) {
       const benchSec = i2 === 0 ? o2.benchSec : 0;
-      const r = await setupCapture({ ...o2, url: url2, benchSec, store: new TargetStore(path39.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, benchSec, store: new TargetStore(path40.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
@@ -83262,7 +83465,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first2,
-    id: o2.id ?? `pool-${targetSlug({ model: path39.basename(first2.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path40.basename(first2.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first2.contextLimit,
     serving: { engine: first2.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -83293,7 +83496,7 @@ function inputError2(message) {
   throw new SetupError("input", message);
 }
 function local(p, cwd) {
-  return cwd && !/^(https?:\/\/|hf:)/i.test(p) && !path40.isAbsolute(p) ? path40.resolve(cwd, p) : p;
+  return cwd && !/^(https?:\/\/|hf:)/i.test(p) && !path41.isAbsolute(p) ? path41.resolve(cwd, p) : p;
 }
 async function modelInfo(i2) {
   const given = i2.metadata ?? i2.gguf;
@@ -83309,8 +83512,8 @@ async function modelInfo(i2) {
 async function llamaFitParams(file3, e, llamaServer) {
   const server = llamaServer ?? safeFindLlamaServer();
   if (!server) return null;
-  const bin = path40.join(path40.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync18(bin)) return null;
+  const bin = path41.join(path41.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  if (!existsSync19(bin)) return null;
   const args = [
     "-m",
     file3,
@@ -83384,9 +83587,9 @@ async function fitFile(input2, o2 = {}) {
   const minCtx = i2.minCtx ?? MIN_SLOT_CTX;
   const dev = { gpus: gpus.map((g2, n2) => ({ ...g2, runtimeId: /^[A-Za-z]+\d+$/.test(g2.name) ? g2.name : `GPU${n2}` })), hostFreeBytes: hostFree };
   const gguf = i2.gguf ? local(i2.gguf, i2.cwd) : null;
-  const m = modelFromInfo(info, i2.gguf ?? i2.metadata, i2.gguf ? [existsSync18(gguf) ? "-m" : "-hf", i2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
+  const m = modelFromInfo(info, i2.gguf ?? i2.metadata, i2.gguf ? [existsSync19(gguf) ? "-m" : "-hf", i2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
   const pick3 = planModel(m, dev, slots, minCtx, false);
-  const llamaCpp = i2.llamaFit !== false && gguf && existsSync18(gguf) ? await llamaFitParams(gguf, e) : null;
+  const llamaCpp = i2.llamaFit !== false && gguf && existsSync19(gguf) ? await llamaFitParams(gguf, e) : null;
   return {
     model: {
       source: info.source,
@@ -83425,7 +83628,7 @@ async function doctor(input2, o2 = {}) {
     binNote = e.message;
   }
   const engineLlamaServer = env2.LLAMA_SERVER || null;
-  const llamaServerFrom = !bin ? null : input2.llamaServer ? "--llama-server" : engineLlamaServer && path40.resolve(engineLlamaServer) === path40.resolve(bin) ? "the engine's LLAMA_SERVER" : `the engine's PATH, llama.cpp build cache or installed release${engineLlamaServer ? ` (the engine's LLAMA_SERVER, ${engineLlamaServer}, is not there)` : ""}`;
+  const llamaServerFrom = !bin ? null : input2.llamaServer ? "--llama-server" : engineLlamaServer && path41.resolve(engineLlamaServer) === path41.resolve(bin) ? "the engine's LLAMA_SERVER" : `the engine's PATH, llama.cpp build cache or installed release${engineLlamaServer ? ` (the engine's LLAMA_SERVER, ${engineLlamaServer}, is not there)` : ""}`;
   const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
   const serving = listServing();
   const sb = sandboxStatus();
@@ -83625,7 +83828,8 @@ var Pools = class {
           const was = previous?.get(e.url);
           map3.set(e.url, now);
           if (problem && was?.healthy !== false) downs.push([e.url, problem]);
-          if (!problem && was?.healthy === false) this.reg.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`);
+          if (!problem && was?.healthy === false)
+            this.reg.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`, { engineWords: true });
         })
       );
       this.endpointState.set(target.id, map3);
@@ -83786,11 +83990,11 @@ async function preflightTarget(target) {
 
 // engine/approvals/queue.ts
 import { isIP as isIP3 } from "node:net";
-import path59 from "node:path";
+import path60 from "node:path";
 
 // engine/harness/config.ts
-import { readFileSync as readFileSync18, existsSync as existsSync19, mkdirSync as mkdirSync17, writeFileSync as writeFileSync12 } from "node:fs";
-import path41 from "node:path";
+import { readFileSync as readFileSync19, existsSync as existsSync20, mkdirSync as mkdirSync17, writeFileSync as writeFileSync12 } from "node:fs";
+import path42 from "node:path";
 var WORKER_AGENT = "ocw-worker";
 var PROVIDER_ID = "ocw";
 var OFFLINE_ENV = {
@@ -83816,12 +84020,12 @@ var OFFLINE_ENV = {
 };
 var OPENCODE_PLUGIN_PACKAGE = "@opencode-ai/plugin";
 function seedOpencodeConfigDir(configDir) {
-  mkdirSync17(path41.join(configDir, "node_modules"), { recursive: true, mode: 448 });
-  const lockFile2 = path41.join(configDir, "package-lock.json");
-  const pkgFile = path41.join(configDir, "package.json");
+  mkdirSync17(path42.join(configDir, "node_modules"), { recursive: true, mode: 448 });
+  const lockFile2 = path42.join(configDir, "package-lock.json");
+  const pkgFile = path42.join(configDir, "package.json");
   const read3 = (f) => {
     try {
-      return JSON.parse(readFileSync18(f, "utf8"));
+      return JSON.parse(readFileSync19(f, "utf8"));
     } catch {
       return null;
     }
@@ -83841,10 +84045,10 @@ function seedOpencodeConfigDir(configDir) {
 }
 var OPENCODE_MODELS_CATALOG = "{}\n";
 function seedModelsCatalog(file3) {
-  mkdirSync17(path41.dirname(file3), { recursive: true, mode: 448 });
+  mkdirSync17(path42.dirname(file3), { recursive: true, mode: 448 });
   let current = null;
   try {
-    current = readFileSync18(file3, "utf8");
+    current = readFileSync19(file3, "utf8");
   } catch {
     current = null;
   }
@@ -83869,19 +84073,19 @@ var WORKER_PERMISSION = {
   skill: "deny"
 };
 function compileAgentPrompt(target, root2 = projectRoot()) {
-  const protocolFile = path41.join(root2, "protocol", "opencode-worker-protocol.md");
-  if (!existsSync19(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
-  let prompt = readFileSync18(protocolFile, "utf8").trim();
+  const protocolFile = path42.join(root2, "protocol", "opencode-worker-protocol.md");
+  if (!existsSync20(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
+  let prompt = readFileSync19(protocolFile, "utf8").trim();
   let pack = null;
   if (target) {
-    const packFile = path41.join(root2, "packs", targetSlug(target), "agent.md");
-    if (existsSync19(packFile)) {
+    const packFile = path42.join(root2, "packs", targetSlug(target), "agent.md");
+    if (existsSync20(packFile)) {
       pack = packFile;
       prompt += `
 
 ## Notes for this model (pack ${targetSlug(target)})
 
-` + readFileSync18(packFile, "utf8").trim();
+` + readFileSync19(packFile, "utf8").trim();
     }
   }
   return { prompt, pack };
@@ -83938,9 +84142,9 @@ function compileOpencodeConfig(target, agent, access) {
 import { spawn as spawn7 } from "node:child_process";
 import { randomBytes as randomBytes9 } from "node:crypto";
 import { EventEmitter as EventEmitter2 } from "node:events";
-import { existsSync as existsSync20, mkdirSync as mkdirSync18, readFileSync as readFileSync19, realpathSync as realpathSync2, renameSync as renameSync6, statSync as statSync16 } from "node:fs";
+import { existsSync as existsSync21, mkdirSync as mkdirSync18, readFileSync as readFileSync20, realpathSync as realpathSync2, renameSync as renameSync6, statSync as statSync16 } from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
-import path42 from "node:path";
+import path43 from "node:path";
 import { pathToFileURL } from "node:url";
 
 // engine/harness/port.ts
@@ -84167,14 +84371,14 @@ function headTail(s, keep) {
   if (/[\ud800-\udbff]/.test(s[head - 1] ?? "")) head--;
   let tail = s.length - (keep - head);
   if (/[\udc00-\udfff]/.test(s[tail] ?? "")) tail++;
-  const cut = tail - head;
+  const cut2 = tail - head;
   return { text: `${s.slice(0, head)}
-\u2026[${cut} characters cut]\u2026
-${s.slice(tail)}`, cut };
+\u2026[${cut2} characters cut]\u2026
+${s.slice(tail)}`, cut: cut2 };
 }
 function keptOutput(output) {
-  const { text, cut } = headTail(output, TOOL_OUTPUT_KEEP);
-  return cut ? { output: text, outputCut: cut } : { output: text };
+  const { text, cut: cut2 } = headTail(output, TOOL_OUTPUT_KEEP);
+  return cut2 ? { output: text, outputCut: cut2 } : { output: text };
 }
 function capStrings(v, keep, depth = 0) {
   if (typeof v === "string") return headTail(v, keep).text;
@@ -84203,8 +84407,8 @@ function translatePart(part) {
     ...st.error !== void 0 ? { error: String(st.error).slice(0, 4e3) } : {}
   };
   const stopped = st.status === "error" && st.error === "Tool execution aborted";
-  const failed = st.status === "error" && !stopped || part.tool === "invalid" && st.status === "completed";
-  return failed ? { part: t2, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1e3) } } : { part: t2 };
+  const failed2 = st.status === "error" && !stopped || part.tool === "invalid" && st.status === "completed";
+  return failed2 ? { part: t2, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1e3) } } : { part: t2 };
 }
 function usageOf(info) {
   if (info?.role !== "assistant" || !info.tokens) return null;
@@ -84412,8 +84616,8 @@ function opencodeBinary() {
   if (configured) return configured;
   const require2 = createRequire2(import.meta.url);
   const pkg = require2.resolve("opencode-ai/package.json");
-  const bin = path42.join(path42.dirname(pkg), "bin", "opencode.exe");
-  if (!existsSync20(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
+  const bin = path43.join(path43.dirname(pkg), "bin", "opencode.exe");
+  if (!existsSync21(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
   return bin;
 }
 var OPENCODE_LOG_CAP = 8 * 2 ** 20;
@@ -84474,14 +84678,14 @@ var OpencodeServer = class extends EventEmitter2 {
     mkdirSync18(h3, { recursive: true, mode: 448 });
     const xdg = {
       HOME: h3,
-      XDG_DATA_HOME: path42.join(h3, ".local/share"),
-      XDG_CONFIG_HOME: path42.join(h3, ".config"),
-      XDG_STATE_HOME: path42.join(h3, ".local/state"),
-      XDG_CACHE_HOME: path42.join(h3, ".cache"),
-      TMPDIR: path42.join(h3, "tmp")
+      XDG_DATA_HOME: path43.join(h3, ".local/share"),
+      XDG_CONFIG_HOME: path43.join(h3, ".config"),
+      XDG_STATE_HOME: path43.join(h3, ".local/state"),
+      XDG_CACHE_HOME: path43.join(h3, ".cache"),
+      TMPDIR: path43.join(h3, "tmp")
     };
     for (const d of Object.values(xdg)) mkdirSync18(d, { recursive: true, mode: 448 });
-    seedOpencodeConfigDir(path42.join(xdg.XDG_CONFIG_HOME, "opencode"));
+    seedOpencodeConfigDir(path43.join(xdg.XDG_CONFIG_HOME, "opencode"));
     const config3 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
     const plugin = this.opts.confine?.plugin;
     if (plugin) config3.plugin = [pathToFileURL(plugin).href];
@@ -84497,7 +84701,7 @@ var OpencodeServer = class extends EventEmitter2 {
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
       // An empty models.dev catalog: the embedded one costs ~0.9 s of serve's JS thread per new workspace (see config.ts).
-      OPENCODE_MODELS_PATH: seedModelsCatalog(path42.join(h3, "models-catalog.json")),
+      OPENCODE_MODELS_PATH: seedModelsCatalog(path43.join(h3, "models-catalog.json")),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
       npm_config_registry: opencodeRegistry(),
       // Bun's fetch runs at most this many requests at once per process (256 by default) and queues the rest: the
@@ -84521,7 +84725,7 @@ var OpencodeServer = class extends EventEmitter2 {
         writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot, ...cgroupParents()],
         // The mirrors, the worker shell and plugin, and the opencode install itself (wherever it lives: a Claude Code
         // plugin is installed under ~/.claude/plugins), read-only.
-        readOnly: [c3.mirrorsRoot, path42.dirname(c3.shell), ...c3.plugin ? [path42.dirname(c3.plugin)] : [], path42.dirname(path42.dirname(realpathSync2(argv[0])))],
+        readOnly: [c3.mirrorsRoot, path43.dirname(c3.shell), ...c3.plugin ? [path43.dirname(c3.plugin)] : [], path43.dirname(path43.dirname(realpathSync2(argv[0])))],
         env: env2,
         cwd: this.opts.home
       }),
@@ -84529,13 +84733,13 @@ var OpencodeServer = class extends EventEmitter2 {
     );
   }
   get pidFile() {
-    return path42.join(this.opts.home, "opencode.pid");
+    return path43.join(this.opts.home, "opencode.pid");
   }
   /** One start for the supervisor: spawn, wait for the address, verify the worker agent, open the event stream. */
   async launch() {
     const t0 = performance.now();
     endStaleServer(this.opts.home, this.opts.log);
-    rotateLog(path42.join(this.opts.home, ".local/share/opencode/log/opencode.log"));
+    rotateLog(path43.join(this.opts.home, ".local/share/opencode/log/opencode.log"));
     const cmd = this.command();
     const proc3 = spawn7(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
     this.proc = proc3;
@@ -84667,13 +84871,13 @@ var OpencodeServer = class extends EventEmitter2 {
   }
 };
 function endStaleServer(home, log) {
-  const who = readPidFile(path42.join(home, "opencode.pid"));
+  const who = readPidFile(path43.join(home, "opencode.pid"));
   if (!who || who.pid === process.pid) return;
   if (!alive(who)) return;
   const pid = who.pid;
   if (who.startTime === null) {
     try {
-      if (!readFileSync19(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
+      if (!readFileSync20(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
     } catch {
       if (process.platform === "linux") return;
     }
@@ -84691,7 +84895,7 @@ var opencodeHarness = (opts) => new OpencodeServer(opts);
 
 // engine/harness/servers.ts
 import { mkdirSync as mkdirSync19 } from "node:fs";
-import path43 from "node:path";
+import path44 from "node:path";
 
 // engine/gateway/gateway.ts
 import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
@@ -84855,15 +85059,15 @@ var OpencodeServers = class {
     await this.egress.start();
     const { stateDir: stateDir2, workspacesRoot, tmpRoot, mirrorsRoot, sandbox } = this.opts;
     mkdirSync19(mirrorsRoot, { recursive: true });
-    const shell = writeWorkerShell(path43.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
-    const plugin = writeWorkspacePlugin(path43.join(stateDir2, "sandbox", "ocw-workspace.js"));
+    const shell = writeWorkerShell(path44.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
+    const plugin = writeWorkspacePlugin(path44.join(stateDir2, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
     const proxy = this.egress.identity(`target ${target.id}'s opencode`);
     if (routed) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
     s = (this.opts.harness ?? opencodeHarness)({
       target,
-      home: path43.join(stateDir2, "opencode", target.id),
+      home: path44.join(stateDir2, "opencode", target.id),
       log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
       provider,
       confine: { kind: sandbox.kind, stateDir: stateDir2, workspacesRoot, tmpRoot, mirrorsRoot, shell, plugin },
@@ -84891,7 +85095,7 @@ function modelFor(endpoint, target) {
 
 // engine/approvals/inspect.ts
 import { lstatSync as lstatSync9, readlinkSync as readlinkSync5, realpathSync as realpathSync7 } from "node:fs";
-import path57 from "node:path";
+import path58 from "node:path";
 
 // engine/approvals/policy-glob.ts
 var import_picomatch = __toESM(require_picomatch2());
@@ -84934,8 +85138,8 @@ function policyGlob(text, pattern, holdBack) {
 }
 
 // engine/grading/checks.ts
-import { existsSync as existsSync26, lstatSync as lstatSync7, mkdirSync as mkdirSync22, readdirSync as readdirSync11, readFileSync as readFileSync22, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
-import path54 from "node:path";
+import { existsSync as existsSync27, lstatSync as lstatSync7, mkdirSync as mkdirSync22, readdirSync as readdirSync11, readFileSync as readFileSync23, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
+import path55 from "node:path";
 
 // engine/workspace/fold.ts
 function foldPath(p) {
@@ -84943,7 +85147,7 @@ function foldPath(p) {
 }
 
 // engine/workspace/regular-file.ts
-import { createHash as createHash3 } from "node:crypto";
+import { createHash as createHash4 } from "node:crypto";
 import { closeSync as closeSync6, constants as constants6, fstatSync as fstatSync2, openSync as openSync6, readSync as readSync2 } from "node:fs";
 function withRegular(file3, fn) {
   let fd;
@@ -84982,7 +85186,7 @@ function readHead(file3, max) {
 }
 function hashRegular(file3) {
   return withRegular(file3, (fd) => {
-    const hash2 = createHash3("sha256");
+    const hash2 = createHash4("sha256");
     const buf = Buffer.alloc(1024 * 1024);
     for (; ; ) {
       const n2 = readSync2(fd, buf, 0, buf.length, null);
@@ -85044,13 +85248,13 @@ var ENGINE_AUTHOR = { name: "opencode-worker", email: "opencode-worker@localhost
 var OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=${ENGINE_AUTHOR.email}`, "-c", "commit.gpgsign=false"];
 
 // engine/workspace/mirror.ts
-import { createHash as createHash4, randomBytes as randomBytes11 } from "node:crypto";
-import { existsSync as existsSync21 } from "node:fs";
+import { createHash as createHash5, randomBytes as randomBytes11 } from "node:crypto";
+import { existsSync as existsSync22 } from "node:fs";
 import { copyFile, link, mkdir, readdir as readdir2, readFile as readFile2, rm } from "node:fs/promises";
-import path44 from "node:path";
+import path45 from "node:path";
 function mirrorObjects(mirrorsRoot, repoRoot2, format2) {
-  const tag = createHash4("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path44.join(mirrorsRoot, `${path44.basename(repoRoot2)}-${tag}-${format2}`, "objects");
+  const tag = createHash5("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path45.join(mirrorsRoot, `${path45.basename(repoRoot2)}-${tag}-${format2}`, "objects");
 }
 var LOOSE = /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/;
 var FANOUT = /^[0-9a-f]{2}$/;
@@ -85058,14 +85262,14 @@ var PACK_IDX = /^pack-[0-9a-f]+\.idx$/;
 async function alternatesOf(objects) {
   let text;
   try {
-    text = await readFile2(path44.join(objects, "info", "alternates"), "utf8");
+    text = await readFile2(path45.join(objects, "info", "alternates"), "utf8");
   } catch {
     return [];
   }
-  return text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#")).map((l) => path44.resolve(objects, l.startsWith('"') && l.endsWith('"') ? l.slice(1, -1) : l));
+  return text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#")).map((l) => path45.resolve(objects, l.startsWith('"') && l.endsWith('"') ? l.slice(1, -1) : l));
 }
 async function place(src, dest, linkFn, counts) {
-  if (existsSync21(dest)) {
+  if (existsSync22(dest)) {
     counts.present++;
     return;
   }
@@ -85079,14 +85283,14 @@ async function place(src, dest, linkFn, counts) {
       counts.present++;
       return;
     }
-    if (code2 === "ENOENT" && !existsSync21(src)) return;
+    if (code2 === "ENOENT" && !existsSync22(src)) return;
   }
-  const tmp = path44.join(path44.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes11(6).toString("hex")}`);
+  const tmp = path45.join(path45.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes11(6).toString("hex")}`);
   try {
     try {
       await copyFile(src, tmp);
     } catch (err) {
-      if (err.code === "ENOENT" && !existsSync21(src)) return;
+      if (err.code === "ENOENT" && !existsSync22(src)) return;
       throw err;
     }
     try {
@@ -85106,36 +85310,36 @@ async function mirrorStore(from, to, linkFn, counts) {
   for (let i2 = 0; i2 < fanout.length; i2 += 16) {
     await Promise.all(
       fanout.slice(i2, i2 + 16).map(async (d) => {
-        const objects = (await readdir2(path44.join(from, d)).catch(() => [])).filter((f) => LOOSE.test(f));
+        const objects = (await readdir2(path45.join(from, d)).catch(() => [])).filter((f) => LOOSE.test(f));
         if (!objects.length) return;
-        await mkdir(path44.join(to, d), { recursive: true });
-        for (const name of objects) await place(path44.join(from, d, name), path44.join(to, d, name), linkFn, counts);
+        await mkdir(path45.join(to, d), { recursive: true });
+        for (const name of objects) await place(path45.join(from, d, name), path45.join(to, d, name), linkFn, counts);
       })
     );
   }
-  const packDir = path44.join(from, "pack");
+  const packDir = path45.join(from, "pack");
   const packNames = await readdir2(packDir).catch(() => []);
   const packs = packNames.filter((f) => PACK_IDX.test(f)).map((f) => f.slice(0, -".idx".length));
   if (!packs.length) return;
-  await mkdir(path44.join(to, "pack"), { recursive: true });
+  await mkdir(path45.join(to, "pack"), { recursive: true });
   for (const pack of packs) {
-    if (existsSync21(path44.join(to, "pack", pack + ".idx"))) {
+    if (existsSync22(path45.join(to, "pack", pack + ".idx"))) {
       counts.present += packNames.includes(pack + ".rev") ? 3 : 2;
       continue;
     }
     for (const ext of [".pack", ".rev", ".idx"]) {
-      if (packNames.includes(pack + ext)) await place(path44.join(packDir, pack + ext), path44.join(to, "pack", pack + ext), linkFn, counts);
+      if (packNames.includes(pack + ext)) await place(path45.join(packDir, pack + ext), path45.join(to, "pack", pack + ext), linkFn, counts);
     }
   }
 }
 async function hasPromisor(objects) {
-  return (await readdir2(path44.join(objects, "pack")).catch(() => [])).some((f) => f.endsWith(".promisor"));
+  return (await readdir2(path45.join(objects, "pack")).catch(() => [])).some((f) => f.endsWith(".promisor"));
 }
 async function refreshNow(userObjects, mirror, linkFn) {
   const started = performance.now();
   const counts = { linked: 0, copied: 0, present: 0 };
-  await mkdir(path44.join(mirror, "info"), { recursive: true });
-  await mkdir(path44.join(mirror, "pack"), { recursive: true });
+  await mkdir(path45.join(mirror, "info"), { recursive: true });
+  await mkdir(path45.join(mirror, "pack"), { recursive: true });
   const sources = [];
   const unreadable = [];
   let promisor = false;
@@ -85176,14 +85380,14 @@ function refreshMirror(userObjects, mirror, opts = {}) {
 }
 
 // engine/workspace/land.ts
-import { existsSync as existsSync22, lstatSync as lstatSync3, readFileSync as readFileSync20, readlinkSync as readlinkSync2 } from "node:fs";
-import path46 from "node:path";
+import { existsSync as existsSync23, lstatSync as lstatSync3, readFileSync as readFileSync21, readlinkSync as readlinkSync2 } from "node:fs";
+import path47 from "node:path";
 
 // engine/workspace/snapshot.ts
-import { createHash as createHash5, randomBytes as randomBytes12 } from "node:crypto";
+import { createHash as createHash6, randomBytes as randomBytes12 } from "node:crypto";
 import { constants as constants7, lstatSync as lstatSync2, mkdirSync as mkdirSync20, renameSync as renameSync7, rmSync as rmSync9, writeFileSync as writeFileSync13 } from "node:fs";
 import { lstat, mkdir as mkdir2, open as open2, readlink, rename, rm as rm2, symlink, writeFile } from "node:fs/promises";
-import path45 from "node:path";
+import path46 from "node:path";
 import { promisify as promisify5 } from "node:util";
 import { crc32, deflate, deflateSync } from "node:zlib";
 var deflateAsync = promisify5(deflate);
@@ -85192,7 +85396,7 @@ var IN_PROCESS_MAX_BYTES = 4 * 1024 * 1024;
 var NotInProcess = class extends Error {
 };
 function objectId(type, content, format2) {
-  return createHash5(format2).update(`${type} ${content.length}\0`).update(content).digest("hex");
+  return createHash6(format2).update(`${type} ${content.length}\0`).update(content).digest("hex");
 }
 function parseBaseTree(out, format2) {
   const nl = out.indexOf("\n");
@@ -85311,7 +85515,7 @@ async function readWorktree(worktree, base2, fresh, opts = {}) {
   for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
   if (!await byFolder()) throw new NotInProcess("no /proc/self/fd");
   const paths = [...base2.entries.keys(), ...fresh.filter((p) => !base2.entries.has(p))];
-  const rootLength = Buffer.byteLength(worktree + path45.sep);
+  const rootLength = Buffer.byteLength(worktree + path46.sep);
   const dirs = /* @__PURE__ */ new Set();
   for (const p of paths) {
     if (rootLength + p.length >= PATH_MAX) throw new NotInProcess("a path longer than the system opens");
@@ -85483,7 +85687,7 @@ async function writePack(dir, objects, format2) {
     chunks.push(p.head, p.data);
     offset += p.head.length + p.data.length;
   }
-  const packHash = createHash5(format2);
+  const packHash = createHash6(format2);
   for (const c3 of chunks) packHash.update(c3);
   const checksum = packHash.digest();
   chunks.push(checksum);
@@ -85511,10 +85715,10 @@ async function writePack(dir, objects, format2) {
     ...large,
     checksum
   ]);
-  const index = Buffer.concat([idx, createHash5(format2).update(idx).digest()]);
-  const folder = path45.join(dir, "pack");
-  const name = path45.join(folder, `pack-${checksum.toString("hex")}`);
-  const tmp = path45.join(folder, `tmp_idx_${randomBytes12(6).toString("hex")}`);
+  const index = Buffer.concat([idx, createHash6(format2).update(idx).digest()]);
+  const folder = path46.join(dir, "pack");
+  const name = path46.join(folder, `pack-${checksum.toString("hex")}`);
+  const tmp = path46.join(folder, `tmp_idx_${randomBytes12(6).toString("hex")}`);
   if (offset + checksum.length <= SMALL_OBJECT) {
     mkdirSync20(folder, { recursive: true });
     try {
@@ -85573,7 +85777,7 @@ async function writeSnapshot(objects, base2, snap, parent, message) {
   return id3;
 }
 async function writeCheckout(dir, snap, only) {
-  const root2 = Buffer.from(dir + path45.sep);
+  const root2 = Buffer.from(dir + path46.sep);
   const names = only ? only.filter((p) => snap.files.has(p)) : [...snap.files.keys()];
   for (const name of names) if (!snap.files.get(name).content) throw new NotInProcess(`${name}: to check out, and not read`);
   const made2 = /* @__PURE__ */ new Set();
@@ -85728,7 +85932,7 @@ async function flaggedChanges(repo, base2, commit, objects, known, beside = [], 
   flags.push(...await plainWhereLfs(repo, changes, objects));
   for (const c3 of changes) {
     const folded = foldPath(c3.path);
-    const name = path46.posix.basename(folded);
+    const name = path47.posix.basename(folded);
     if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
     else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
     else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
@@ -85797,7 +86001,7 @@ async function nameCollisions(repo, commits, changes, objects, listed2 = /* @__P
 var gitDirs = /* @__PURE__ */ new Map();
 async function absoluteGitDir(repo) {
   const known = await gitDirs.get(repo);
-  if (known && existsSync22(known)) return known;
+  if (known && existsSync23(known)) return known;
   if (gitDirs.size >= 256) gitDirs.delete(gitDirs.keys().next().value);
   const p = q2(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true }).then((r) => r.code === 0 ? r.out.trim() : "");
   gitDirs.set(repo, p);
@@ -85812,12 +86016,12 @@ async function plainWhereLfs(repo, changes, objects) {
   const gitDir = await absoluteGitDir(repo);
   const read3 = (f) => {
     try {
-      return readFileSync20(f, "utf8");
+      return readFileSync21(f, "utf8");
     } catch {
       return "";
     }
   };
-  if (!/filter=lfs/.test(read3(path46.join(repo, ".gitattributes")) + (gitDir ? read3(path46.join(gitDir, "info", "attributes")) : ""))) return [];
+  if (!/filter=lfs/.test(read3(path47.join(repo, ".gitattributes")) + (gitDir ? read3(path47.join(gitDir, "info", "attributes")) : ""))) return [];
   const lfs = (await filteredAmong(
     repo,
     files.map((c3) => c3.path)
@@ -85859,7 +86063,7 @@ var blobId = (bytes, like) => objectId("blob", bytes, like.length === 64 ? "sha2
 function verifyCheckout(repo, changes) {
   const wrong = [];
   for (const c3 of changes) {
-    const file3 = path46.join(repo, c3.path);
+    const file3 = path47.join(repo, c3.path);
     const st = lstatSync3(file3, { throwIfNoEntry: false });
     if (!c3.mode) {
       if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
@@ -85878,7 +86082,7 @@ function verifyCheckout(repo, changes) {
       wrong.push(`${c3.path} (not a file)`);
       continue;
     }
-    if (blobId(readFileSync20(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
+    if (blobId(readFileSync21(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
     else if (c3.mode === "100755" !== !!(st.mode & 64)) wrong.push(`${c3.path} (mode differs)`);
   }
   return wrong;
@@ -86026,13 +86230,13 @@ async function revertCommit(repo, branch, merge2, message) {
 }
 
 // engine/workspace/workspace.ts
-import { existsSync as existsSync23, lstatSync as lstatSync4, mkdirSync as mkdirSync21, readFileSync as readFileSync21, realpathSync as realpathSync3, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
+import { existsSync as existsSync24, lstatSync as lstatSync4, mkdirSync as mkdirSync21, readFileSync as readFileSync22, realpathSync as realpathSync3, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
 import { copyFile as copyFile2, link as link2, lstat as lstat2, mkdir as mkdir3, readdir as readdir3, readFile as readFile3, realpath, rename as rename2, rm as rm3, statfs, writeFile as writeFile2 } from "node:fs/promises";
-import { createHash as createHash6, randomBytes as randomBytes13 } from "node:crypto";
-import path47 from "node:path";
+import { createHash as createHash7, randomBytes as randomBytes13 } from "node:crypto";
+import path48 from "node:path";
 async function inspectRepo(dir) {
-  if (!path47.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync23(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!path48.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!existsSync24(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
   if (!statSync17(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root2 || !head || !ref) {
@@ -86040,17 +86244,17 @@ async function inspectRepo(dir) {
     if (!top && await git(dir, ["rev-parse", "--is-bare-repository"], { allowFail: true }) === "true")
       throw new InputError(`${dir} is a bare repository (it has no files to work on): pass a checkout of it (\`git clone ${dir}\`)`);
     if (!top && await git(dir, ["rev-parse", "--is-inside-git-dir"], { allowFail: true }) === "true") {
-      const gitDir = path47.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
+      const gitDir = path48.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
       throw new InputError(
-        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path47.basename(gitDir) === ".git" ? ` (${path47.dirname(gitDir)})` : ""}`
+        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path48.basename(gitDir) === ".git" ? ` (${path48.dirname(gitDir)})` : ""}`
       );
     }
     if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
   const branch = ref === "HEAD" ? null : ref;
-  const subdir = path47.relative(await realpath(root2), await realpath(path47.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path47.sep).join("/")}`], { allowFail: true })) {
+  const subdir = path48.relative(await realpath(root2), await realpath(path48.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path48.sep).join("/")}`], { allowFail: true })) {
     throw new InputError(
       `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
     );
@@ -86058,31 +86262,31 @@ async function inspectRepo(dir) {
   return { root: root2, subdir, head, branch };
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
-  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path47.join(worktreesRoot, `${path47.basename(repoRoot2)}-${tag}`, workerId);
+  const tag = createHash7("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path48.join(worktreesRoot, `${path48.basename(repoRoot2)}-${tag}`, workerId);
 }
-var mirrorsRootOf = (worktreesRoot) => path47.join(path47.dirname(worktreesRoot), "mirrors");
+var mirrorsRootOf = (worktreesRoot) => path48.join(path48.dirname(worktreesRoot), "mirrors");
 function workspaceMirror(worktreesRoot, repoRoot2, baseCommit, mirrorsRoot = mirrorsRootOf(worktreesRoot)) {
   return mirrorObjects(mirrorsRoot, repoRoot2, objectFormat(baseCommit));
 }
 async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {}) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path47.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  const ws = { worktree, cwd: path48.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   const mirror = workspaceMirror(worktreesRoot, repo.root, repo.head, opts.mirrorsRoot);
   const refresh = async () => refreshMirror(await objectsOf(repo.root), mirror, { link: opts.link });
-  if (existsSync23(worktree)) {
+  if (existsSync24(worktree)) {
     await moveOntoMirror(worktreesRoot, ws, opts);
     return ws;
   }
-  mkdirSync21(path47.dirname(worktree), { recursive: true });
-  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path47.dirname(gitDir)) };
+  mkdirSync21(path48.dirname(worktree), { recursive: true });
+  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path48.dirname(gitDir)) };
   const make = async () => {
     const objects = await realMirror(mirror);
     const projectId = opencodeProjectId();
-    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path47.dirname(gitDir) });
+    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path48.dirname(gitDir) });
     await gitScript(NEW_WORKSPACE, {
-      cwd: path47.dirname(worktree),
+      cwd: path48.dirname(worktree),
       env: {
         ...env2,
         OCW_WORKTREE: worktree,
@@ -86098,7 +86302,7 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {})
       }
     });
   };
-  let last2 = existsSync23(mirror) ? null : await refresh();
+  let last2 = existsSync24(mirror) ? null : await refresh();
   try {
     await make();
   } catch (first2) {
@@ -86133,7 +86337,7 @@ function repoSkeleton(parent, format2, env2) {
   if (!p) {
     if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value);
     p = (async () => {
-      const tmp = path47.join(parent, `.ocw-init-${process.pid}-${randomBytes13(4).toString("hex")}`);
+      const tmp = path48.join(parent, `.ocw-init-${process.pid}-${randomBytes13(4).toString("hex")}`);
       await mkdir3(parent, { recursive: true });
       try {
         const r = await runCommand("git", ["init", "-q", "--template=", ...format2 === "sha256" ? ["--object-format=sha256"] : [], tmp], { cwd: parent, env: env2 });
@@ -86141,17 +86345,17 @@ function repoSkeleton(parent, format2, env2) {
         const dirs = [".git"];
         const files = [];
         const walk = async (rel) => {
-          for (const e of await readdir3(path47.join(tmp, rel), { withFileTypes: true })) {
-            const name = path47.join(rel, e.name);
+          for (const e of await readdir3(path48.join(tmp, rel), { withFileTypes: true })) {
+            const name = path48.join(rel, e.name);
             if (e.isDirectory()) {
               dirs.push(name);
               await walk(name);
-            } else if (e.isFile()) files.push([name, await readFile3(path47.join(tmp, name))]);
+            } else if (e.isFile()) files.push([name, await readFile3(path48.join(tmp, name))]);
             else throw new GitError(`git init made ${name}, which is neither a file nor a folder`);
           }
         };
         await walk(".git");
-        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path47.sep))), files };
+        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path48.sep))), files };
       } finally {
         await rm3(tmp, { recursive: true, force: true });
       }
@@ -86163,13 +86367,13 @@ function repoSkeleton(parent, format2, env2) {
 }
 async function newWorkspace(worktree, env2, o2) {
   const skeleton = await repoSkeleton(o2.engineDir, objectFormat(o2.base), env2);
-  const dotGit = path47.join(worktree, ".git");
-  await Promise.all(skeleton.leaves.map((d) => mkdir3(path47.join(worktree, d), { recursive: true })));
+  const dotGit = path48.join(worktree, ".git");
+  await Promise.all(skeleton.leaves.map((d) => mkdir3(path48.join(worktree, d), { recursive: true })));
   await Promise.all([
-    ...skeleton.files.map(([name, bytes]) => writeFile2(path47.join(worktree, name), bytes, { flag: "wx" })),
-    writeFile2(path47.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
+    ...skeleton.files.map(([name, bytes]) => writeFile2(path48.join(worktree, name), bytes, { flag: "wx" })),
+    writeFile2(path48.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
 `, { flag: "wx" }),
-    writeFile2(path47.join(dotGit, "opencode"), `${o2.projectId}
+    writeFile2(path48.join(dotGit, "opencode"), `${o2.projectId}
 `, { flag: "wx" })
   ]);
   const r = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "checkout", "-q", "-b", o2.branch, o2.base], {
@@ -86181,18 +86385,18 @@ async function newWorkspace(worktree, env2, o2) {
 }
 async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
   const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
-  const alternates = path47.join(ws.worktree, ".git", "objects", "info", "alternates");
-  const named = existsSync23(alternates) ? readFileSync21(alternates, "utf8").trim() : null;
+  const alternates = path48.join(ws.worktree, ".git", "objects", "info", "alternates");
+  const named = existsSync24(alternates) ? readFileSync22(alternates, "utf8").trim() : null;
   const old = named !== null && named === await objectsOf(ws.repo).catch(() => null);
-  if (!old && existsSync23(mirror)) return;
+  if (!old && existsSync24(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
   if (old && ownFolders(ws.worktree, [".git", "objects", "info"]))
-    await writeAlternates(path47.join(ws.worktree, ".git", "objects"), realpathSync3(mirror) + "\n");
+    await writeAlternates(path48.join(ws.worktree, ".git", "objects"), realpathSync3(mirror) + "\n");
 }
 function ownFolders(root2, parts) {
   let dir = root2;
   for (const p of parts) {
-    dir = path47.join(dir, p);
+    dir = path48.join(dir, p);
     try {
       if (!lstatSync4(dir).isDirectory()) return false;
     } catch {
@@ -86315,17 +86519,17 @@ function trustedEnv(home) {
 }
 var engineGitDirs = /* @__PURE__ */ new Map();
 function engineGitDir(workerDir, format2) {
-  const dir = path47.join(path47.dirname(workerDir), `.engine-${format2}.git`);
+  const dir = path48.join(path48.dirname(workerDir), `.engine-${format2}.git`);
   let made2 = engineGitDirs.get(dir);
   if (!made2) {
     made2 = (async () => {
-      if (existsSync23(path47.join(dir, "HEAD"))) return dir;
+      if (existsSync24(path48.join(dir, "HEAD"))) return dir;
       const tmp = `${dir}.tmp-${process.pid}-${randomBytes13(4).toString("hex")}`;
-      mkdirSync21(path47.dirname(dir), { recursive: true });
+      mkdirSync21(path48.dirname(dir), { recursive: true });
       try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path47.dirname(dir), env: { ...trustedEnv(path47.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path48.dirname(dir), env: { ...trustedEnv(path48.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
         await rename2(tmp, dir).catch((err) => {
-          if (!existsSync23(path47.join(dir, "HEAD"))) throw err;
+          if (!existsSync24(path48.join(dir, "HEAD"))) throw err;
         });
       } finally {
         await rm3(tmp, { recursive: true, force: true });
@@ -86354,10 +86558,10 @@ function inTurn(ws, fn) {
   return run5;
 }
 async function writeAlternates(objects, text, opts = {}) {
-  const file3 = path47.join(objects, "info", "alternates");
+  const file3 = path48.join(objects, "info", "alternates");
   if (opts.engines && alternatesWritten.get(file3) === text) return;
   if (opts.absent) {
-    await mkdir3(path47.dirname(file3), { recursive: true });
+    await mkdir3(path48.dirname(file3), { recursive: true });
     await writeFile2(file3, text);
   } else if (await readFile3(file3, "utf8").catch(() => null) !== text) {
     const tmp = `${file3}.tmp-${process.pid}-${randomBytes13(4).toString("hex")}`;
@@ -86365,7 +86569,7 @@ async function writeAlternates(objects, text, opts = {}) {
       await writeFile2(tmp, text);
     } catch (err) {
       if (err.code !== "ENOENT") throw err;
-      await mkdir3(path47.dirname(file3), { recursive: true });
+      await mkdir3(path48.dirname(file3), { recursive: true });
       await writeFile2(tmp, text);
     }
     await rename2(tmp, file3);
@@ -86378,7 +86582,7 @@ var alternatesWritten = /* @__PURE__ */ new Map();
 var gradeFoldersMade = /* @__PURE__ */ new Set();
 var forgetAlternates = (objects) => {
   gradeFoldersMade.delete(objects);
-  alternatesWritten.delete(path47.join(objects, "info", "alternates"));
+  alternatesWritten.delete(path48.join(objects, "info", "alternates"));
 };
 async function runTrustedScript(ws, script, inputs, opts) {
   if (opts.baseOnly) {
@@ -86409,11 +86613,11 @@ async function runTrustedScript(ws, script, inputs, opts) {
 async function workerObjects(ws, fresh, throughGrade = false) {
   const format2 = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path47.join(ws.gitDir, "objects");
-  const gradeObjects = path47.join(ws.gitDir, GRADE_OBJECTS);
+  const objects = path48.join(ws.gitDir, "objects");
+  const gradeObjects = path48.join(ws.gitDir, GRADE_OBJECTS);
   const graded = await gradedStoreOf(ws);
   if (fresh) {
-    if (existsSync23(gradeObjects)) {
+    if (existsSync24(gradeObjects)) {
       await copyObjects(gradeObjects, objects);
       await rm3(gradeObjects, { recursive: true, force: true });
     }
@@ -86426,7 +86630,7 @@ ${graded}
 `, { engines: true, absent: fresh });
     }
     if (!fresh) return;
-    await mkdir3(path47.join(gradeObjects, "pack"), { recursive: true });
+    await mkdir3(path48.join(gradeObjects, "pack"), { recursive: true });
     if (gradeFoldersMade.size >= 4096) gradeFoldersMade.delete(gradeFoldersMade.values().next().value);
     gradeFoldersMade.add(gradeObjects);
   };
@@ -86438,7 +86642,7 @@ ${gradeObjects}
 }
 async function runOnBase(ws, script, inputs, opts, at) {
   const index = opts.index?.path ?? privateIndex(ws);
-  const cwd = path47.dirname(ws.gitDir);
+  const cwd = path48.dirname(ws.gitDir);
   try {
     const env2 = {
       ...trustedEnv(ws.gitDir),
@@ -86476,7 +86680,7 @@ function objectsOf(repo) {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path47.resolve(repo, dir));
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path48.resolve(repo, dir));
     objectDirs.set(repo, p);
     p.catch(() => objectDirs.delete(repo));
   }
@@ -86491,7 +86695,7 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
     const listing = await capsListing(ws, caps);
     if (listing.over) throw new SnapshotTooLarge(listing.over);
     const emptied = async () => {
-      if (existsSync23(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+      if (existsSync24(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
       mkdirSync21(checkoutDir, { recursive: true });
     };
     await emptied();
@@ -86508,7 +86712,7 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
       ws,
       COMMIT_AND_CHECK_OUT,
       { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : "" },
-      { freshGradeObjects: true, index: { path: index, ready: existsSync23(index) } }
+      { freshGradeObjects: true, index: { path: index, ready: existsSync24(index) } }
     );
   } finally {
     if (indexMade) await rm3(index, { force: true });
@@ -86539,7 +86743,7 @@ var trusted = /* @__PURE__ */ new Map();
 function trustsFileSystem(gitDir) {
   let p = trusted.get(gitDir);
   if (!p) {
-    p = readFile3(path47.join(gitDir, "config"), "utf8").then(
+    p = readFile3(path48.join(gitDir, "config"), "utf8").then(
       (text) => {
         const values = (key) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*(\\S*)\\s*$`, "gim"))].map((m) => m[1].toLowerCase());
         return values("filemode").every((v) => v === "true") && values("ignorecase").every((v) => v === "false") && values("precomposeunicode").every((v) => v === "false");
@@ -86555,7 +86759,7 @@ function partialHolds(checkoutDir, only) {
     const parts = p.split("/").filter(Boolean);
     let at = checkoutDir;
     for (const [i2, part] of parts.entries()) {
-      at = path47.join(at, part);
+      at = path48.join(at, part);
       let st;
       try {
         st = lstatSync4(at);
@@ -86578,7 +86782,7 @@ function checkoutList(only) {
 }
 var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
 async function checkOutCommit(ws, commit, checkoutDir) {
-  if (existsSync23(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+  if (existsSync24(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
   mkdirSync21(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
@@ -86609,8 +86813,8 @@ function prepareGrading(ws) {
   baseListing(ws).catch(() => void 0);
 }
 function baseListing(ws) {
-  const dir = path47.join(path47.dirname(ws.gitDir), ".base-index");
-  const index = path47.join(dir, `${ws.baseCommit}-${process.pid}`);
+  const dir = path48.join(path48.dirname(ws.gitDir), ".base-index");
+  const index = path48.join(dir, `${ws.baseCommit}-${process.pid}`);
   let p = baseListings.get(index);
   if (p) {
     baseListings.delete(index);
@@ -86620,7 +86824,7 @@ function baseListing(ws) {
   p = (async () => {
     let cleared = baseIndexDirs.get(dir);
     if (!cleared) {
-      cleared = readdir3(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm3(path47.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir3(dir, { recursive: true })).then(() => void 0);
+      cleared = readdir3(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm3(path48.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir3(dir, { recursive: true })).then(() => void 0);
       baseIndexDirs.set(dir, cleared);
       cleared.catch(() => baseIndexDirs.delete(dir));
     }
@@ -86670,10 +86874,10 @@ var KEPT_INDEX = "checkout-index";
 var KEPT_META = "checkout-index.json";
 var KEEP_INDEX_MIN_FILES = 16;
 async function keepCheckoutIndex(ws) {
-  const meta = path47.join(ws.gitDir, KEPT_META);
-  const tmp = `${path47.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes13(4).toString("hex")}`;
+  const meta = path48.join(ws.gitDir, KEPT_META);
+  const tmp = `${path48.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes13(4).toString("hex")}`;
   try {
-    const src = path47.join(ws.worktree, ".git", "index");
+    const src = path48.join(ws.worktree, ".git", "index");
     const st = await lstat2(src, { bigint: true });
     if (!st.isFile()) return;
     const bytes = await readFile3(src);
@@ -86682,11 +86886,11 @@ async function keepCheckoutIndex(ws) {
     await mkdir3(ws.gitDir, { recursive: true });
     await rm3(meta, { force: true });
     await writeFile2(tmp, bytes);
-    await rename2(tmp, path47.join(ws.gitDir, KEPT_INDEX));
+    await rename2(tmp, path48.join(ws.gitDir, KEPT_INDEX));
     let fence = st.mtimeNs;
     for (let i2 = 0; i2 < 8 && fence <= st.mtimeNs; i2++) {
       if (i2) await new Promise((r) => setTimeout(r, 1));
-      const stamp = path47.join(ws.worktree, ".git", `ocw-fence-${randomBytes13(4).toString("hex")}`);
+      const stamp = path48.join(ws.worktree, ".git", `ocw-fence-${randomBytes13(4).toString("hex")}`);
       await writeFile2(stamp, "", { flag: "wx" });
       try {
         fence = (await lstat2(stamp, { bigint: true })).ctimeNs;
@@ -86734,7 +86938,7 @@ async function keptIndexInto(ws, index, listing) {
       for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
     }
   }
-  const root2 = Buffer.from(ws.worktree + path47.sep);
+  const root2 = Buffer.from(ws.worktree + path48.sep);
   const at0 = (rel) => Buffer.concat([root2, rel]);
   let looked = 0;
   for (const dir of dirs) {
@@ -86773,7 +86977,7 @@ async function keptIndexInto(ws, index, listing) {
       buf.writeUInt32BE(0, o2 + 36);
     }
   }
-  if (use.reread) createHash6(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
+  if (use.reread) createHash7(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
   const tmp = `${index}.tmp-${randomBytes13(4).toString("hex")}`;
   try {
     await writeFile2(tmp, buf);
@@ -86792,15 +86996,15 @@ async function kernelStampsCtime(dir) {
 async function keptIndexRead(ws, listing) {
   const base2 = listing.base;
   if (!base2 || !await kernelStampsCtime(ws.worktree)) return null;
-  const meta = JSON.parse(await readFile3(path47.join(ws.gitDir, KEPT_META), "utf8"));
+  const meta = JSON.parse(await readFile3(path48.join(ws.gitDir, KEPT_META), "utf8"));
   if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
   if (base2.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
   const format2 = objectFormat(ws.baseCommit);
   const hs = format2 === "sha256" ? 32 : 20;
-  const buf = await readFile3(path47.join(ws.gitDir, KEPT_INDEX));
+  const buf = await readFile3(path48.join(ws.gitDir, KEPT_INDEX));
   const end = buf.length - hs;
   if (end < 12 || buf.subarray(end).toString("hex") !== meta.checksum) return null;
-  if (!createHash6(format2).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
+  if (!createHash7(format2).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
   const version2 = buf.readUInt32BE(4);
   if (buf.toString("latin1", 0, 4) !== "DIRC" || version2 !== 2 && version2 !== 3) return null;
   const count2 = buf.readUInt32BE(8);
@@ -86850,7 +87054,7 @@ async function keptStats(ws, listing) {
 var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 async function capsListing(ws, caps, keepIndex) {
   const under = (over, base3 = null) => ({ over, fresh: [], base: base3 });
-  if (!existsSync23(ws.worktree)) return under(null);
+  if (!existsSync24(ws.worktree)) return under(null);
   let fresh;
   let base2;
   const list = (index, keep) => trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep } });
@@ -86887,7 +87091,7 @@ async function capsListing(ws, caps, keepIndex) {
     return under(
       `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`
     );
-  const root2 = Buffer.from(ws.worktree + path47.sep);
+  const root2 = Buffer.from(ws.worktree + path48.sep);
   const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
   const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
   let total2 = 0;
@@ -86934,7 +87138,7 @@ async function sizesOf(paths) {
 }
 async function nestedGitOutside(worktree, dirs, at) {
   if (!dirs.length) return null;
-  const sep = Buffer.from(path47.sep);
+  const sep = Buffer.from(path48.sep);
   const root2 = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), sep]);
   const real2 = (p) => realpath(p, { encoding: "buffer" }).catch(() => null);
   const inside2 = (p) => Buffer.concat([p, sep]).subarray(0, root2.length).equals(root2);
@@ -86977,7 +87181,7 @@ async function nestedGitOutside(worktree, dirs, at) {
   return null;
 }
 async function checkOutBase(ws, checkoutDir, only) {
-  if (existsSync23(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+  if (existsSync24(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
   mkdirSync21(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   const partial2 = plainNames(only);
@@ -87005,7 +87209,7 @@ function parseNumstatAndStat(out) {
   return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
-  if (!commit && !existsSync23(ws.worktree)) return "";
+  if (!commit && !existsSync24(ws.worktree)) return "";
   const index = commit ? null : privateIndex(ws);
   let d;
   try {
@@ -87013,7 +87217,7 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
     const over = listing?.over ?? null;
     if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
     if (index && listing) await keptIndexInto(ws, index, listing).catch(() => null);
-    const ready = !!index && existsSync23(index);
+    const ready = !!index && existsSync24(index);
     d = trimFinalNewline(
       await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {})
     );
@@ -87024,8 +87228,8 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
 function gradedObjectsDir(reposDir, repoRoot2) {
-  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path47.join(reposDir, "graded", `${path47.basename(repoRoot2)}-${tag}`);
+  const tag = createHash7("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path48.join(reposDir, "graded", `${path48.basename(repoRoot2)}-${tag}`);
 }
 async function gradedStore(reposDir, repoRoot2) {
   const dir = gradedObjectsDir(reposDir, repoRoot2);
@@ -87035,7 +87239,7 @@ async function gradedStore(reposDir, repoRoot2) {
   if (!made2) {
     if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value);
     made2 = (async () => {
-      if (!existsSync23(path47.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
+      if (!existsSync24(path48.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
     })();
     gradedStores.set(dir, made2);
     made2.catch(() => gradedStores.get(dir) === made2 && gradedStores.delete(dir));
@@ -87050,23 +87254,23 @@ function dropGradedStore(reposDir, repoRoot2) {
   forgetAlternates(dir);
   rmSync10(dir, { recursive: true, force: true });
 }
-var gradedStoreOf = (ws) => gradedStore(path47.dirname(ws.gitDir), ws.repo);
+var gradedStoreOf = (ws) => gradedStore(path48.dirname(ws.gitDir), ws.repo);
 async function keepGraded(ws, commit) {
   if (commit === ws.baseCommit) return;
   const graded = await gradedStoreOf(ws);
-  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path47.join(ws.gitDir, GRADE_OBJECTS), graded));
+  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path48.join(ws.gitDir, GRADE_OBJECTS), graded));
   const done = run5.catch(() => void 0);
   scriptsOf2.set(ws.gitDir, done);
   void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
   await run5;
 }
 async function copyCommitObjects(repo, from, to, commit, opts = {}) {
-  const tmp = path47.join(path47.dirname(from), `.copy-${process.pid}-${randomBytes13(6).toString("hex")}`);
+  const tmp = path48.join(path48.dirname(from), `.copy-${process.pid}-${randomBytes13(6).toString("hex")}`);
   try {
     const out = await gitScript(`set -eu
 ${COPY_MISSING}`, {
       cwd: repo,
-      env: { ...trustedEnv(path47.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
+      env: { ...trustedEnv(path48.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
     });
     return Number(out.trim()) || 0;
   } finally {
@@ -87083,8 +87287,8 @@ async function landObjects(repo, graded, commit) {
   return copyCommitObjects(repo, graded, await objectsOf(repo), commit, { strict });
 }
 async function publishBranch(ws, commit, earlier = []) {
-  const own = path47.join(ws.gitDir, "objects");
-  const from = existsSync23(path47.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
+  const own = path48.join(ws.gitDir, "objects");
+  const from = existsSync24(path48.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
   const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
   if (symbolic)
     throw new InputError(
@@ -87121,20 +87325,20 @@ async function copyObjects(from, to) {
   const fanout = (await readdir3(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
   await Promise.all([
     ...fanout.map(async (d) => {
-      const names = (await readdir3(path47.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      const names = (await readdir3(path48.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
       for (const [i2, name] of names.entries()) {
-        const place2 = () => copyWhole(path47.join(from, d, name), path47.join(to, d, name));
+        const place2 = () => copyWhole(path48.join(from, d, name), path48.join(to, d, name));
         if (i2) await place2();
         else
           await place2().catch(async (err) => {
-            if (err.code !== "ENOENT" || !existsSync23(path47.join(from, d, name))) throw err;
-            await mkdir3(path47.join(to, d), { recursive: true });
+            if (err.code !== "ENOENT" || !existsSync24(path48.join(from, d, name))) throw err;
+            await mkdir3(path48.join(to, d), { recursive: true });
             await place2();
           });
       }
     }),
-    copyPacks(path47.join(from, "pack"), path47.join(to, "pack"))
+    copyPacks(path48.join(from, "pack"), path48.join(to, "pack"))
   ]);
 }
 async function copyPacks(from, to) {
@@ -87143,7 +87347,7 @@ async function copyPacks(from, to) {
   if (!packs.length) return;
   await mkdir3(to, { recursive: true });
   for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path47.join(from, pack + ext), path47.join(to, pack + ext));
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path48.join(from, pack + ext), path48.join(to, pack + ext));
   }
 }
 async function copyWhole(src, dest) {
@@ -87155,7 +87359,7 @@ async function copyWhole(src, dest) {
     if (code2 === "EEXIST") return;
     if (code2 !== "EXDEV" && code2 !== "EPERM" && code2 !== "EMLINK") throw err;
   }
-  const tmp = path47.join(path47.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes13(6).toString("hex")}`);
+  const tmp = path48.join(path48.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes13(6).toString("hex")}`);
   try {
     await copyFile2(src, tmp);
     await link2(tmp, dest).catch((err) => {
@@ -87166,11 +87370,13 @@ async function copyWhole(src, dest) {
   }
 }
 function mergeHint(ws) {
-  const id3 = ws.branch.replace(/^ocw\//, "");
+  const id3 = /^ocw\/([\w.-]+)$/.exec(ws.branch)?.[1];
+  if (!id3) throw new Error(`${JSON.stringify(ws.branch)} is not a worker branch (ocw/<worker id>)`);
   const q3 = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
   if (!ws.baseBranch)
     return `ocw publish ${id3} && cd ${q3(ws.repo)} && git merge --no-ff ${q3(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `ocw publish ${id3} && cd ${q3(ws.repo)} && git checkout ${q3(ws.baseBranch)} && git merge --no-ff ${q3(ws.branch)}`;
+  const to = ws.baseBranch.startsWith("-") ? `git switch -- ${q3(ws.baseBranch)}` : `git checkout ${q3(ws.baseBranch)}`;
+  return `ocw publish ${id3} && cd ${q3(ws.repo)} && ${to} && git merge --no-ff ${q3(ws.branch)}`;
 }
 async function removeWorkspace(ws, opts = {}) {
   const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
@@ -87181,8 +87387,8 @@ async function removeWorkspace(ws, opts = {}) {
   }
   rmSync10(ws.worktree, { recursive: true, force: true });
   rmSync10(ws.gitDir, { recursive: true, force: true });
-  forgetAlternates(path47.join(ws.gitDir, "objects"));
-  forgetAlternates(path47.join(ws.gitDir, GRADE_OBJECTS));
+  forgetAlternates(path48.join(ws.gitDir, "objects"));
+  forgetAlternates(path48.join(ws.gitDir, GRADE_OBJECTS));
   if (opts.tmpDir) rmSync10(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
@@ -87191,7 +87397,7 @@ async function removeWorkspace(ws, opts = {}) {
 import { randomBytes as randomBytes14 } from "node:crypto";
 import { renameSync as renameSync8 } from "node:fs";
 import { chmod, lstat as lstat3, mkdir as mkdir4, readdir as readdir4, rm as rm4 } from "node:fs/promises";
-import path48 from "node:path";
+import path49 from "node:path";
 var DISCARDED = ".discarded-";
 function discard(dir) {
   const away = awayName(dir);
@@ -87223,7 +87429,7 @@ async function removePending() {
 }
 async function sweepDiscarded(gradingDir) {
   const names = await readdir4(gradingDir).catch(() => []);
-  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path48.join(gradingDir, n2))));
+  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path49.join(gradingDir, n2))));
 }
 async function removeTree2(dir) {
   try {
@@ -87244,18 +87450,18 @@ async function writableFolders(dir) {
   if (!st?.isDirectory()) return;
   await chmod(dir, st.mode & 4095 | 448).catch(() => void 0);
   const entries = await readdir4(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries) if (e.isDirectory()) await writableFolders(path48.join(dir, e.name));
+  for (const e of entries) if (e.isDirectory()) await writableFolders(path49.join(dir, e.name));
 }
 async function folderIn(checkout, sub) {
   let at = checkout;
-  for (const part of sub.split(path48.sep).filter(Boolean)) {
-    at = path48.join(at, part);
+  for (const part of sub.split(path49.sep).filter(Boolean)) {
+    at = path49.join(at, part);
     const st = await lstat3(at).catch(() => null);
     if (!st) await mkdir4(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
       return {
-        problem: `${path48.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
+        problem: `${path49.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
       };
     }
   }
@@ -87265,9 +87471,9 @@ async function folderIn(checkout, sub) {
 // engine/grading/runner-config.ts
 var import_ini = __toESM(require_ini());
 import { execFile as execFile3 } from "node:child_process";
-import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync25, lstatSync as lstatSync6, readdirSync as readdirSync10, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
-import path53 from "node:path";
+import { createHash as createHash8 } from "node:crypto";
+import { existsSync as existsSync26, lstatSync as lstatSync6, readdirSync as readdirSync10, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
+import path54 from "node:path";
 import { promisify as promisify6 } from "node:util";
 
 // node_modules/smol-toml/dist/error.js
@@ -88030,17 +88236,17 @@ var HAS_WELLFORMED = !!"".isWellFormed;
 
 // engine/grading/command-scripts.ts
 import { lstatSync as lstatSync5 } from "node:fs";
-import path51 from "node:path";
+import path52 from "node:path";
 
 // engine/grading/files.ts
 import { realpathSync as realpathSync4 } from "node:fs";
-import path49 from "node:path";
+import path50 from "node:path";
 var MAX_READ_BYTES = 1024 * 1024;
 function realInside(root2, file3) {
   try {
     const real2 = realpathSync4(root2);
-    const rel = path49.relative(real2, realpathSync4(path49.join(root2, file3))).split(path49.sep).join("/");
-    return rel === "" || rel === ".." || rel.startsWith("../") || path49.isAbsolute(rel) ? null : rel;
+    const rel = path50.relative(real2, realpathSync4(path50.join(root2, file3))).split(path50.sep).join("/");
+    return rel === "" || rel === ".." || rel.startsWith("../") || path50.isAbsolute(rel) ? null : rel;
   } catch {
     return null;
   }
@@ -88049,7 +88255,7 @@ function readInside(root2, file3, max = MAX_READ_BYTES) {
   const real2 = realInside(root2, file3);
   if (real2 === null) return null;
   try {
-    return readRegular(path49.join(realpathSync4(root2), real2), max)?.toString("utf8") ?? null;
+    return readRegular(path50.join(realpathSync4(root2), real2), max)?.toString("utf8") ?? null;
   } catch {
     return null;
   }
@@ -88057,8 +88263,8 @@ function readInside(root2, file3, max = MAX_READ_BYTES) {
 
 // engine/grading/make-includes.ts
 var import_picomatch2 = __toESM(require_picomatch2());
-import { existsSync as existsSync24, readdirSync as readdirSync9 } from "node:fs";
-import path50 from "node:path";
+import { existsSync as existsSync25, readdirSync as readdirSync9 } from "node:fs";
+import path51 from "node:path";
 var MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
 var MAX_FILES = 10;
 var MAX_RUNS = 24;
@@ -88122,7 +88328,7 @@ function makeFacts(checkout, runs2) {
     seen.add(key);
     const { dir } = run5;
     const named = run5.makefiles?.length ? run5.makefiles : null;
-    const first2 = named ?? [MAKEFILES.map((m) => path50.posix.join(dir, m)).find((m) => existsSync24(path50.join(checkout, m)))].filter((m) => m !== void 0);
+    const first2 = named ?? [MAKEFILES.map((m) => path51.posix.join(dir, m)).find((m) => existsSync25(path51.join(checkout, m)))].filter((m) => m !== void 0);
     const searched = [...run5.includeDirs ?? []];
     const vars = /* @__PURE__ */ new Map([["CURDIR", CURDIR]]);
     const readFirst = (run5.readFirst ?? []).filter((w) => w && !w.includes(UNKNOWN));
@@ -88230,10 +88436,12 @@ ${body.join("\n")}` : op === "!=" ? UNKNOWN : body.join("\n"));
           const [before, after] = rule[2].split(";", 2);
           globbed = (pattern) => globIn(checkout, dir, pattern, globs);
           const targets = members(words(expand(rule[1], vars, 0)), null).map(canonical);
+          cut = false;
           const list = /=/.test(outsideReferences(before)) ? null : expand(before.replace("|", " "), vars, 0);
           const prereqs = list === null ? [] : members(words(list), archives).map(canonical);
           globbed = null;
           const r = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
+          if (cut && list !== null) r.cut = true;
           if (expandsTwice && list?.includes("$")) r.second = list;
           if (targets.includes(".SECONDEXPANSION")) expandsTwice = true;
           const ordinary = targets.find((t2) => !t2.startsWith(".") && !t2.includes("%"));
@@ -88246,7 +88454,7 @@ ${body.join("\n")}` : op === "!=" ? UNKNOWN : body.join("\n"));
           if (targets.includes(".PHONY")) for (const p of prereqs) phony.add(p);
           continue;
         }
-        const names = words(expandLine(inc[1], vars)).filter((w) => /[^*?[\]]/.test(path50.posix.basename(w)));
+        const names = words(expandLine(inc[1], vars)).filter((w) => /[^*?[\]]/.test(path51.posix.basename(w)));
         const where = (folders2) => names.flatMap((w) => w.replaceAll(UNKNOWN, "") ? lookedFor(dir, folders2, w) : [UNKNOWN]);
         if (!where(searched).some((g2) => g2 !== null)) continue;
         let match;
@@ -88264,7 +88472,7 @@ ${body.join("\n")}` : op === "!=" ? UNKNOWN : body.join("\n"));
     for (const { inc, words: words2 } of runIncludes) included.add(inc, words2());
     for (const name of readFirst) for (const p of lookedFor(dir, searched, name)) if (p !== null) facts.readFirst.push({ path: p, name });
     const mine = new Set(runIncludes.map((x) => x.inc));
-    const folders = [...new Set(vpathDirs.filter((d) => d && !d.includes(UNKNOWN) && !path50.posix.isAbsolute(d)).map((d) => fromRun(dir, d)))].filter(
+    const folders = [...new Set(vpathDirs.filter((d) => d && !d.includes(UNKNOWN) && !path51.posix.isAbsolute(d)).map((d) => fromRun(dir, d)))].filter(
       (d) => d !== null && d !== dir
     );
     if (folders.length > MAX_FOLDERS) throw new MakeTooLarge();
@@ -88300,10 +88508,12 @@ ${body.join("\n")}` : op === "!=" ? UNKNOWN : body.join("\n"));
         for (const p of madeAt(g2)) facts.goals.push({ path: p, goal: g2, makefile: first2[0] ?? null });
     if (goals.length) {
       const prereqs = /* @__PURE__ */ new Map();
+      const truncated = /* @__PURE__ */ new Set();
       for (const r of rules)
         for (const t2 of r.targets) {
           const list = r.second === void 0 || t2.includes("%") ? r.prereqs : secondExpansion(r.second, t2, vars, (pattern) => globIn(checkout, dir, pattern, globs), archives);
           if (r.second !== void 0) included.spend(list.length + 1);
+          if (r.cut) truncated.add(t2);
           const known = prereqs.get(t2);
           if (known) for (const p of list) known.push(p);
           else prereqs.set(t2, [...list]);
@@ -88313,6 +88523,7 @@ ${body.join("\n")}` : op === "!=" ? UNKNOWN : body.join("\n"));
       for (let i2 = 0; i2 < walk.length; i2++) {
         const t2 = walk[i2];
         if (reached.has(t2)) continue;
+        if (truncated.has(t2)) throw new MakeTooLarge();
         reached.add(t2);
         const next = prereqs.get(t2) ?? [];
         included.spend(next.length + 1);
@@ -88364,7 +88575,7 @@ function members(ws, archives) {
   return out;
 }
 function opened(folder, name) {
-  if (path50.posix.isAbsolute(name) || name.startsWith(CURDIR) || fromRun(folder, name) === null) return null;
+  if (path51.posix.isAbsolute(name) || name.startsWith(CURDIR) || fromRun(folder, name) === null) return null;
   const parts = name.split("/").filter((p) => p && p !== ".");
   const at = parts.findIndex((p) => p !== "..");
   if (at < 0 || !parts.slice(at).includes("..")) return null;
@@ -88386,7 +88597,7 @@ function secondExpansion(list, target, vars, glob, archives) {
   automatic = /* @__PURE__ */ new Map([
     ["@", target],
     ["@D", target.includes("/") ? target.slice(0, target.lastIndexOf("/")) : "."],
-    ["@F", path50.posix.basename(target)]
+    ["@F", path51.posix.basename(target)]
   ]);
   globbed = glob;
   try {
@@ -88402,17 +88613,17 @@ function stemOf(pattern, name) {
   return name.slice(p, name.length - (pattern.length - p - 1));
 }
 function fromRun(folder, name) {
-  const p = path50.posix.normalize(path50.posix.join(folder || ".", name));
+  const p = path51.posix.normalize(path51.posix.join(folder || ".", name));
   return p === ".." || p.startsWith("../") ? null : p === "." ? "" : p;
 }
 function lookedFor(dir, folders, name) {
   if (name.startsWith(CURDIR)) return [fromRun(dir, `.${name.slice(CURDIR.length)}`)];
-  if (path50.posix.isAbsolute(name)) return [];
+  if (path51.posix.isAbsolute(name)) return [];
   return [dir, ...folders].map((f) => fromRun(f, name));
 }
 function firstFound(checkout, dir, searched, name) {
   if (name.includes(UNKNOWN) || import_picomatch2.default.scan(name).isGlob) return null;
-  return lookedFor(dir, searched, name).find((f) => f !== null && existsSync24(path50.join(checkout, f))) ?? null;
+  return lookedFor(dir, searched, name).find((f) => f !== null && existsSync25(path51.join(checkout, f))) ?? null;
 }
 var LONG_OPTIONS = new Map(
   Object.entries({
@@ -88541,6 +88752,7 @@ function includeMatcher(word) {
 var EXPANSION_BUDGET = 2e3;
 var MAX_EXPANSION = 64 * 1024;
 var budget = 0;
+var cut = false;
 var globbed = null;
 var evals = null;
 var automatic = null;
@@ -88550,13 +88762,13 @@ function globIn(checkout, dir, pattern, memo2) {
   let out = null;
   const slash = pattern.lastIndexOf("/");
   const [folder, base2] = [pattern.slice(0, slash + 1), pattern.slice(slash + 1)];
-  if (/[*?[]/.test(base2) && !/[*?[\\\u0001\u0002]/.test(folder) && !/[\\\u0001\u0002]/.test(base2) && !path50.posix.isAbsolute(pattern)) {
+  if (/[*?[]/.test(base2) && !/[*?[\\\u0001\u0002]/.test(folder) && !/[\\\u0001\u0002]/.test(base2) && !path51.posix.isAbsolute(pattern)) {
     const from = fromRun(dir, folder || ".");
     const real2 = from === null ? null : from === "" ? "" : realInside(checkout, from);
     if (real2 !== null && memo2.size < MAX_FOLDERS * 64)
       try {
         const match = (0, import_picomatch2.default)(base2, { dot: base2.startsWith(".") });
-        const names = readdirSync9(path50.join(checkout, real2)).filter((f) => match(f));
+        const names = readdirSync9(path51.join(checkout, real2)).filter((f) => match(f));
         out = names.length <= MAX_GLOBBED ? names.sort().map((f) => folder + f) : null;
       } catch {
         out = null;
@@ -88605,10 +88817,16 @@ function matchesPattern(pattern, word) {
   return word.length >= pre.length + suf.length && word.startsWith(pre) && word.endsWith(suf);
 }
 function expand(s, vars, depth) {
-  if (depth > 20) return UNKNOWN;
+  if (depth > 20) {
+    cut = true;
+    return UNKNOWN;
+  }
   let out = "";
   for (let i2 = 0; i2 < s.length; i2++) {
-    if (out.length > MAX_EXPANSION) return `${out}${UNKNOWN}`;
+    if (out.length > MAX_EXPANSION) {
+      cut = true;
+      return `${out}${UNKNOWN}`;
+    }
     if (s[i2] !== "$") {
       out += s[i2];
       continue;
@@ -88633,7 +88851,10 @@ function expand(s, vars, depth) {
   return out;
 }
 function reference(body, vars, depth) {
-  if (--budget < 0) return UNKNOWN;
+  if (--budget < 0) {
+    cut = true;
+    return UNKNOWN;
+  }
   const auto = automatic?.get(body);
   if (auto !== void 0) return auto;
   const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
@@ -88700,14 +88921,14 @@ function reference(body, vars, depth) {
       case "and":
         return args.join(" ");
       case "notdir":
-        return each(args[0], (w) => path50.posix.basename(w));
+        return each(args[0], (w) => path51.posix.basename(w));
       case "dir":
         return each(args[0], (w) => w.includes("/") ? w.slice(0, w.lastIndexOf("/") + 1) : "./");
       case "basename":
         return each(args[0], (w) => w.replace(/\.[^./]*$/, ""));
       case "abspath":
       case "realpath":
-        return each(args[0], (w) => path50.posix.isAbsolute(w) || w.startsWith(CURDIR) ? w : `${CURDIR}/${w}`);
+        return each(args[0], (w) => path51.posix.isAbsolute(w) || w.startsWith(CURDIR) ? w : `${CURDIR}/${w}`);
       case "patsubst":
         return words(args[2] ?? "").map((w) => patsubst(args[0].trim(), args[1].trim(), w)).join(" ");
       case "subst":
@@ -88982,7 +89203,7 @@ var WRAPPERS = {
   chronic: { values: [] },
   unbuffer: { values: [] }
 };
-var wrapperOf = (w) => Object.hasOwn(WRAPPERS, path51.posix.basename(w)) ? path51.posix.basename(w) : null;
+var wrapperOf = (w) => Object.hasOwn(WRAPPERS, path52.posix.basename(w)) ? path52.posix.basename(w) : null;
 function commandStart(words2) {
   let i2 = 0;
   while (typeof words2[i2] === "string" && RESERVED2.has(words2[i2])) i2++;
@@ -88994,7 +89215,7 @@ function commandStart(words2) {
       i2++;
       continue;
     }
-    if (w === "eval" || path51.posix.basename(w) === "su") {
+    if (w === "eval" || path52.posix.basename(w) === "su") {
       const rest = words2.slice(i2 + 1);
       if (rest.some((x) => x === null)) return null;
       if (w === "eval") return rest.length ? { split: rest.join(" ") } : null;
@@ -89002,7 +89223,7 @@ function commandStart(words2) {
       const line = c3 < 0 ? void 0 : rest[c3].startsWith("--command=") ? rest[c3].slice("--command=".length) : rest[c3 + 1];
       return typeof line === "string" ? { split: line } : null;
     }
-    const runner = !w.includes("/") || w.startsWith("/") ? path51.posix.basename(w) : "";
+    const runner = !w.includes("/") || w.startsWith("/") ? path52.posix.basename(w) : "";
     if (Object.hasOwn(RUNNERS, runner)) return RUNNERS[runner](words2.slice(i2 + 1));
     if (!wrapper) return { at: i2 };
     i2++;
@@ -89254,7 +89475,7 @@ function scriptWords(words2, recurse) {
   const program3 = next();
   if (typeof program3 !== "string") return [];
   i2++;
-  const name = path51.posix.basename(program3).toLowerCase();
+  const name = path52.posix.basename(program3).toLowerCase();
   const out = [];
   const firstArg = (takesValue, stop, file3) => {
     while (i2 < words2.length) {
@@ -89331,9 +89552,6 @@ function scriptWords(words2, recurse) {
 function commandScripts(commands, sub, checkout) {
   return readCommands(commands, sub, checkout).scripts;
 }
-function makeRuns(commands, sub, checkout) {
-  return readCommands(commands, sub, checkout).runs.map(({ goals: _, ...run5 }) => run5);
-}
 function makeGoalRuns(commands, sub, checkout) {
   return readCommands(commands, sub, checkout).runs;
 }
@@ -89344,10 +89562,12 @@ function checkWriters(line, sub, trusted2) {
   let makes = false;
   let voided = /(^|[\s;&|(){}])(function\s+\S|[\w.:+-]+\s*\(\s*\))/.test(line);
   const compiled = [];
+  const rewritable = /* @__PURE__ */ new Set();
   let at = sub;
   let sawCd = false;
   const other = (what) => {
     others ??= what;
+    for (const f of compiled) rewritable.add(f);
   };
   for (const words2 of simpleCommands(line)) {
     if (words2[0] === "!" || words2[0] === "trap") andOnly = false;
@@ -89375,7 +89595,7 @@ function checkWriters(line, sub, trusted2) {
     if (prog === "cd" || prog === "pushd" || prog === "popd") {
       sawCd = true;
       const to = args[0];
-      at = prog === "cd" && at !== null && typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN2) ? path51.posix.normalize(path51.posix.join(at || ".", to)) : null;
+      at = prog === "cd" && at !== null && typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN2) ? path52.posix.normalize(path52.posix.join(at || ".", to)) : null;
       if (at === ".") at = "";
       if (at?.startsWith("..")) at = null;
       continue;
@@ -89387,6 +89607,7 @@ function checkWriters(line, sub, trusted2) {
     }
     if (prog === "make" || prog === "gmake") {
       makes = true;
+      for (const f of compiled) rewritable.add(f);
       continue;
     }
     if (QUIET.has(prog)) continue;
@@ -89395,18 +89616,52 @@ function checkWriters(line, sub, trusted2) {
       other(prog);
       continue;
     }
+    if (args.some((w) => typeof w === "string" && (w.startsWith("@") || kind === "cc" && w === "-###" || kind === "go" && w === "-n"))) continue;
+    let last2;
     for (let k = kind === "go" ? 1 : 0; k < args.length; k++) {
       const w = args[k];
-      let out;
-      if (w === "-o") out = args[++k];
-      else if (typeof w === "string" && kind === "cc" && /^-o./.test(w)) out = w.slice(2);
-      else if (typeof w === "string" && kind === "go" && w.startsWith("-o=")) out = w.slice(3);
-      if (typeof out !== "string" || at === null || !out || out.startsWith("/") || out.startsWith("~") || out.includes(UNKNOWN2)) continue;
-      const file3 = fromRun(at, out);
-      if (file3) compiled.push(file3);
+      if (w === "-o") last2 = k + 1 < args.length ? args[++k] : null;
+      else if (typeof w === "string" && kind === "cc" && /^-o./.test(w)) last2 = w.slice(2);
+      else if (typeof w === "string" && kind === "go" && w.startsWith("-o=")) last2 = w.slice(3);
+    }
+    const outs = last2 !== void 0 ? typeof last2 !== "string" || !last2 || last2.startsWith("/") || last2.startsWith("~") || last2.includes(UNKNOWN2) ? [] : [last2] : kind === "cc" ? implicitOutputs(args) : [];
+    if (at !== null)
+      for (const out2 of outs) {
+        const file3 = fromRun(at, out2);
+        if (file3) compiled.push(file3);
+        if (file3) rewritable.delete(file3);
+      }
+  }
+  const out = voided || sawCd && shape.parens ? [] : [...new Set(compiled)];
+  return { compiled: out, rewritable: shape.substitutes ? out : out.filter((f) => rewritable.has(f)), others, andOnly, makes };
+}
+var CC_SOURCE = /\.(c|i|ii|cc|cp|cxx|cpp|CPP|c\+\+|C|m|mi|mm|M|mii)$/;
+var CC_ASSEMBLY = /\.(s|S|sx)$/;
+var CC_VALUE = /^(-[IDUxLlTuzeA]|-include|-imacros|-isystem|-idirafter|-iquote|-iprefix|-iwithprefix|-iwithprefixbefore|-isysroot|-imultilib|-MF|-MT|-MQ|-Xlinker|-Xassembler|-Xpreprocessor|-Xclang|--param|-aux-info|-dumpbase|-dumpbase-ext|-dumpdir|-wrapper|-target|-arch)$/;
+function implicitOutputs(args) {
+  let mode = "link";
+  const sources = [];
+  let inputs = 0;
+  for (let k = 0; k < args.length; k++) {
+    const w = args[k];
+    if (typeof w !== "string" || w.includes(UNKNOWN2)) return [];
+    if (w === "-x") return [];
+    if (CC_VALUE.test(w)) {
+      k++;
+      continue;
+    }
+    if (w === "-c") mode = mode === "link" ? "c" : mode;
+    else if (w === "-S") mode = "S";
+    else if (w === "-E" || w === "-M" || w === "-MM" || w === "-fsyntax-only") return [];
+    else if (!w.startsWith("-") && w) {
+      inputs++;
+      if (CC_SOURCE.test(w) || CC_ASSEMBLY.test(w)) sources.push(w);
     }
   }
-  return { compiled: voided || sawCd && shape.parens ? [] : [...new Set(compiled)], others, andOnly, makes };
+  if (mode === "link") return inputs ? ["a.out"] : [];
+  const stem = (w) => path52.posix.basename(w).replace(/\.[^.]+$/, "");
+  if (mode === "S") return sources.filter((w) => CC_SOURCE.test(w)).map((w) => `${stem(w)}.s`);
+  return sources.map((w) => `${stem(w)}.o`);
 }
 var COMPILER = /^(cc|c\+\+|gcc|g\+\+|clang|clang\+\+)(-\d+(\.\d+)*)?$/;
 var QUIET = /* @__PURE__ */ new Set([
@@ -89479,7 +89734,7 @@ function readCommands(commands, sub, checkout) {
       const lead = words2.findIndex((w) => typeof w !== "string" || !RESERVED2.has(w));
       if (lead >= 0 && words2[lead] === "cd") {
         const to = words2[lead + 1];
-        at = typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN2) ? path51.posix.normalize(path51.posix.join(from || ".", to)) : null;
+        at = typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN2) ? path52.posix.normalize(path52.posix.join(from || ".", to)) : null;
         if (at === ".") at = "";
         if (at?.startsWith("..")) at = null;
         continue;
@@ -89492,7 +89747,7 @@ function readCommands(commands, sub, checkout) {
       if (files.fromStdin) files.push(...words2.stdin !== void 0 ? [words2.stdin] : catFiles(words2.piped));
       for (const f of files) {
         if (f.startsWith("/") || f.startsWith("~") || f.includes(UNKNOWN2)) continue;
-        const file3 = path51.posix.normalize(path51.posix.join(from || ".", f));
+        const file3 = path52.posix.normalize(path52.posix.join(from || ".", f));
         if (file3 === "." || file3 === ".." || file3.startsWith("../")) continue;
         const shell = checkout ? shellScript(checkout, file3, SHELLS.has(program3 ?? "")) : null;
         if (inScript && shell === null) continue;
@@ -89502,7 +89757,7 @@ function readCommands(commands, sub, checkout) {
           const real2 = checkout ? realInside(checkout, file3) : null;
           if (real2 && real2 !== file3 && !found.has(real2)) found.set(real2, { file: real2, command, via: file3 });
           if (shell !== null)
-            read3(withScriptDir(shell, path51.posix.relative(from || ".", path51.posix.dirname(file3)) || "."), from, command, depth + 1, file3, envNow);
+            read3(withScriptDir(shell, path52.posix.relative(from || ".", path52.posix.dirname(file3)) || "."), from, command, depth + 1, file3, envNow);
         }
       }
       if (checkout) {
@@ -89597,7 +89852,7 @@ function packageScripts(words2, checkout, dir) {
   if (!name) return [];
   let scripts;
   try {
-    const json3 = JSON.parse(readInside(checkout, path51.posix.join(dir || ".", "package.json")) ?? "");
+    const json3 = JSON.parse(readInside(checkout, path52.posix.join(dir || ".", "package.json")) ?? "");
     scripts = json3 && typeof json3.scripts === "object" && json3.scripts ? json3.scripts : {};
   } catch {
     return [];
@@ -89614,7 +89869,7 @@ function makeOptions(words2, from) {
   const vars = [];
   const move = (to) => {
     if (typeof to !== "string" || !to || to.startsWith("/")) return false;
-    dir = path51.posix.normalize(path51.posix.join(dir || ".", to));
+    dir = path52.posix.normalize(path52.posix.join(dir || ".", to));
     if (dir === ".") dir = "";
     return !dir.startsWith("..");
   };
@@ -89650,7 +89905,7 @@ function makeOptions(words2, from) {
   }
   const makefiles = [];
   for (const f of named) {
-    const file3 = path51.posix.normalize(path51.posix.join(dir || ".", f));
+    const file3 = path52.posix.normalize(path52.posix.join(dir || ".", f));
     if (f === "-" || f.startsWith("/") || f.startsWith("~") || file3 === "." || file3 === ".." || file3.startsWith("../")) return null;
     makefiles.push(file3);
   }
@@ -89667,9 +89922,9 @@ function makeRecipes({ dir, makefiles, targets }, checkout, work, searched, read
     text = texts.length ? texts.join("\n") : null;
   } else
     for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
-      if (!lstatSync5(path51.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
-      text = readInside(checkout, path51.posix.join(dir, name));
-      if (text !== null) reading.add(path51.posix.join(dir, name));
+      if (!lstatSync5(path52.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
+      text = readInside(checkout, path52.posix.join(dir, name));
+      if (text !== null) reading.add(path52.posix.join(dir, name));
       break;
     }
   if (text === null) return makefiles.length ? { dir, lines: [], makefiles, vars: [] } : null;
@@ -89787,7 +90042,7 @@ function withIncludes(text, checkout, folders, reading, budget2) {
     const parts = [];
     for (const name of m[1].trim().split(/\s+/).filter(Boolean)) {
       if (/[$*?[\]{}~\\`"']/.test(name) || name.startsWith("/") || name.includes(UNKNOWN2)) continue;
-      const file3 = folders.map((f) => path51.posix.normalize(path51.posix.join(f || ".", name))).find((f) => f !== "." && f !== ".." && !f.startsWith("../") && isThere(checkout, f));
+      const file3 = folders.map((f) => path52.posix.normalize(path52.posix.join(f || ".", name))).find((f) => f !== "." && f !== ".." && !f.startsWith("../") && isThere(checkout, f));
       if (file3 === void 0 || reading.has(file3) || budget2.files <= 0) continue;
       const included = readInside(checkout, file3);
       if (included === null) continue;
@@ -89799,7 +90054,7 @@ function withIncludes(text, checkout, folders, reading, budget2) {
 }
 function isThere(checkout, file3) {
   try {
-    return lstatSync5(path51.join(checkout, file3), { throwIfNoEntry: false }) !== void 0;
+    return lstatSync5(path52.join(checkout, file3), { throwIfNoEntry: false }) !== void 0;
   } catch {
     return false;
   }
@@ -89823,12 +90078,12 @@ function withScriptDir(text, dir) {
 function programOf(words2) {
   const start = commandStart(words2);
   const w = start && "at" in start ? words2[start.at] : null;
-  return typeof w === "string" ? path51.posix.basename(w).toLowerCase() : null;
+  return typeof w === "string" ? path52.posix.basename(w).toLowerCase() : null;
 }
 function catFiles(words2) {
   if (!words2) return [];
   const start = commandStart(words2);
-  if (!start || !("at" in start) || typeof words2[start.at] !== "string" || path51.posix.basename(words2[start.at]) !== "cat") return [];
+  if (!start || !("at" in start) || typeof words2[start.at] !== "string" || path52.posix.basename(words2[start.at]) !== "cat") return [];
   const out = [];
   let options2 = true;
   for (const w of words2.slice(start.at + 1)) {
@@ -90156,7 +90411,7 @@ var PYTHON_STDLIB = /* @__PURE__ */ new Set([
 
 // engine/grading/scope.ts
 var import_picomatch3 = __toESM(require_picomatch2());
-import path52 from "node:path";
+import path53 from "node:path";
 var GLOB = { dot: true, flags: "s" };
 function globsMatcher(globs) {
   return globs.length ? (0, import_picomatch3.default)(globs, GLOB) : () => false;
@@ -90183,10 +90438,10 @@ function checkScope(changed, scope, protect, platform2 = process.platform) {
   return { passed: violations.length === 0, violations, changedFiles: changed };
 }
 function fromTaskFolder(sub, file3) {
-  return sub ? path52.posix.relative(sub, file3) : file3;
+  return sub ? path53.posix.relative(sub, file3) : file3;
 }
 function globProblem(scope, protect, repoRoot2, subdir = "") {
-  const folder = path52.join(repoRoot2, subdir);
+  const folder = path53.join(repoRoot2, subdir);
   const depth = subdir.split(/[\\/]/).filter((p) => p && p !== ".").length;
   for (const [kind, globs] of [
     ["scope", scope],
@@ -90194,16 +90449,16 @@ function globProblem(scope, protect, repoRoot2, subdir = "") {
   ]) {
     for (const glob of globs) {
       const g2 = glob.trim();
-      if (path52.posix.isAbsolute(g2) || /^[A-Za-z]:[\\/]/.test(g2) || g2.startsWith("\\\\")) {
-        const rel = path52.relative(folder, g2).split(path52.sep).join("/");
-        const inside2 = rel !== "" && !rel.startsWith("..") && !path52.isAbsolute(rel);
+      if (path53.posix.isAbsolute(g2) || /^[A-Za-z]:[\\/]/.test(g2) || g2.startsWith("\\\\")) {
+        const rel = path53.relative(folder, g2).split(path53.sep).join("/");
+        const inside2 = rel !== "" && !rel.startsWith("..") && !path53.isAbsolute(rel);
         return `${kind} glob "${glob}" is an absolute path: globs are relative to the task's folder and this one matches no file of it; give ${inside2 ? `"${rel}"` : 'one such as "src/**"'}`;
       }
       const rest = g2.replace(/^(?:\.\/+)+/, "");
       const up = /^(?:\.\.(?:\/+|$))*/.exec(rest)[0];
       const ups = up.split("/").filter((p) => p === "..").length;
       if (ups > depth)
-        return `${kind} glob "${glob}" points above the repository: globs are relative to the task's folder (${depth ? subdir.split(path52.sep).join("/") : "here the repository's root"}) and this one matches no file of it; give one such as "src/**"`;
+        return `${kind} glob "${glob}" points above the repository: globs are relative to the task's folder (${depth ? subdir.split(path53.sep).join("/") : "here the repository's root"}) and this one matches no file of it; give one such as "src/**"`;
       if (/(^|\/)\.\.(\/|$)/.test(rest.slice(up.length)))
         return `${kind} glob "${glob}" has a \`..\` segment: globs are matched against paths as written from the task's folder (a file outside it as \`cd\` reaches it from there: ../b/x.ts), and this one matches no file; give one such as "src/**"`;
     }
@@ -90347,8 +90602,8 @@ function runnerConfigReason(file3) {
   if (parts.length >= 2 && parts[parts.length - 2] === "rakelib" && base2.endsWith(".rake"))
     return `rakelib/${shown} (rake loads every task file of rakelib/ with the Rakefile)`;
   const remade = remadeFrom(file3);
-  if (remade && isMakefileName(path53.posix.basename(remade)))
-    return `${shown} (make remakes ${path53.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
+  if (remade && isMakefileName(path54.posix.basename(remade)))
+    return `${shown} (make remakes ${path54.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
   if (base2.endsWith(".mk")) return `${shown} (a make fragment: a Makefile that includes it runs its rules and variables)`;
   if (/^karma\.conf\.[^/]+$/.test(base2)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base2) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base2) || /^\.mocharc(\.|$)/.test(base2))
@@ -90569,7 +90824,7 @@ function plainJson(text) {
 var DENO_FREE = ["name", "version", "publish", "fmt", "lint", "$schema"];
 function runnerPart(file3, text) {
   if (text === null) return "";
-  const base2 = foldPath(path53.posix.basename(file3));
+  const base2 = foldPath(path54.posix.basename(file3));
   try {
     let part;
     if (base2 === "package.json") {
@@ -90634,17 +90889,23 @@ function systemCompiler(name, pathEnv, roots) {
     try {
       return realpathSync5(p);
     } catch {
-      return path53.resolve(p);
+      return path54.resolve(p);
     }
   };
   const inside2 = roots.map(real2);
-  const dirs = pathEnv.split(":").filter((d) => path53.isAbsolute(d));
-  if (dirs.some((d) => inside2.some((r) => real2(d) === r || real2(d).startsWith(r + path53.sep)))) return false;
-  return dirs.some((d) => existsSync25(path53.join(d, name)));
+  const dirs = pathEnv.split(":").filter((d) => path54.isAbsolute(d));
+  if (dirs.some((d) => inside2.some((r) => real2(d) === r || real2(d).startsWith(r + path54.sep)))) return false;
+  return dirs.some((d) => existsSync26(path54.join(d, name)));
 }
 function checkGoals(checkout, sub, command, pathEnv = allowListedEnv({}).PATH ?? "", roots = []) {
   const writers = checkWriters(command, sub, (name) => systemCompiler(name, pathEnv, [checkout, ...roots]));
-  const besides = { compiled: new Set(writers.compiled), others: writers.others, andOnly: writers.andOnly, makes: writers.makes };
+  const besides = {
+    compiled: new Set(writers.compiled),
+    rewritable: new Set(writers.rewritable),
+    others: writers.others,
+    andOnly: writers.andOnly,
+    makes: writers.makes
+  };
   const runs2 = makeGoalRuns([command], sub, checkout);
   if (!runs2.length) return { goals: [], made: /* @__PURE__ */ new Set(), intermediates: [], ...besides };
   try {
@@ -90673,7 +90934,59 @@ function goalNamesakeWhy(g2, by) {
   return g2.unsure ? `named like \`${g2.goal}\`, ${make}, whose makefiles are too large to tell whether it is declared .PHONY: with a file or folder of that name make takes a goal not declared so as up to date and runs none of its recipe` : `named like \`${g2.goal}\`, ${make}, which is not declared .PHONY: with a file or folder of that name make takes the goal as up to date and runs none of its recipe`;
 }
 function lookups(facts) {
-  return { targets: firstByPath(facts.targets), inputs: firstByPath(facts.inputs), readFirst: firstByPath(facts.readFirst) };
+  const reached = [
+    ...facts.goals.map((g2) => ({ path: g2.path, target: g2.goal, makefile: g2.makefile, goal: true })),
+    ...facts.intermediates.map((i2) => ({ path: i2.path, target: i2.target, makefile: i2.makefile, goal: false }))
+  ];
+  return {
+    targets: firstByPath(facts.targets),
+    inputs: firstByPath(facts.inputs),
+    readFirst: firstByPath(facts.readFirst),
+    reached: firstByPath(reached)
+  };
+}
+var lstatOrNull = (p) => {
+  try {
+    return lstatSync6(p);
+  } catch {
+    return null;
+  }
+};
+var MAX_TARGET_FOLDERS = 1e4;
+function linkedTargets(checkout, named) {
+  const byFolder2 = /* @__PURE__ */ new Map();
+  for (const n2 of named) {
+    const folder = n2.path.includes("/") ? n2.path.slice(0, n2.path.lastIndexOf("/")) : "";
+    if (!folder) continue;
+    const at = byFolder2.get(folder);
+    if (at) at.push(n2);
+    else byFolder2.set(folder, [n2]);
+  }
+  if (byFolder2.size > MAX_TARGET_FOLDERS) throw new MakeTooLarge();
+  const links = /* @__PURE__ */ new Map();
+  const behind = /* @__PURE__ */ new Map();
+  const root2 = realpathSync5(checkout);
+  for (const [folder, names] of byFolder2) {
+    let real2 = null;
+    try {
+      real2 = realpathSync5.native(`${root2}${path54.sep}${folder.split("/").join(path54.sep)}`);
+    } catch {
+    }
+    if (real2 === path54.join(root2, folder)) continue;
+    const parts = folder.split("/");
+    for (let i2 = 1; i2 <= parts.length; i2++) {
+      if (parts[i2 - 1] === ".." || parts[i2 - 1] === ".") continue;
+      const p = parts.slice(0, i2).join("/");
+      if (!links.has(p) && lstatOrNull(path54.join(root2, p))?.isSymbolicLink()) links.set(p, names[0]);
+    }
+    if (real2 === null || real2 !== root2 && !real2.startsWith(root2 + path54.sep)) continue;
+    const rel = path54.relative(root2, real2).split(path54.sep).join("/");
+    for (const n2 of names) {
+      const f = `${rel ? `${rel}/` : ""}${n2.path.slice(n2.path.lastIndexOf("/") + 1)}`;
+      if (!behind.has(f)) behind.set(f, n2);
+    }
+  }
+  return { links, behind };
 }
 function firstByPath(entries) {
   const m = /* @__PURE__ */ new Map();
@@ -90716,8 +91029,8 @@ var SECTION_WORDS = {
 };
 var HELD_BACK_INIT = "the package of held-back tests (it runs before them; its load_tests decides what unittest runs)";
 function heldBackInit(rel, heldBackDirs) {
-  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path53.posix.basename(rel)))?.[1] !== "__init__") return false;
-  const dir = path53.posix.dirname(rel) === "." ? "" : path53.posix.dirname(rel);
+  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path54.posix.basename(rel)))?.[1] !== "__init__") return false;
+  const dir = path54.posix.dirname(rel) === "." ? "" : path54.posix.dirname(rel);
   return heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir));
 }
 var HELD_BACK_SHADOW = "named like a standard module or a tool, beside held-back tests (pytest and unittest put their folder first on sys.path: it shadows the module they import)";
@@ -90788,11 +91101,12 @@ async function installedModules(names) {
 var importShadowWhy = (name) => `named like ${name}, an installed package a held-back test imports (found first, at the top of the checks' folder or beside the tests: the test imports the worker's module in its place)`;
 async function runnerConfigChanges(opts) {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
-  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync25(path53.join(opts.checkout, opts.sub, folder, "__init__.py")));
+  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync26(path54.join(opts.checkout, opts.sub, folder, "__init__.py")));
   const imports = new Map((opts.heldBackImports ?? []).map((n2) => [foldPath(n2), n2]));
   const shadowing = /* @__PURE__ */ new Map();
   let facts;
   let found;
+  let linkedAt;
   let runs2;
   const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
   const plugins = new Map(
@@ -90826,7 +91140,7 @@ async function runnerConfigChanges(opts) {
       out.push(`check configuration changed: ${file3} \u2014 ${plugin}`);
       continue;
     }
-    const base2 = foldPath(path53.posix.basename(file3));
+    const base2 = foldPath(path54.posix.basename(file3));
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file3, await baseText(opts.repo, opts.baseCommit, file3));
       const after = runnerPart(file3, newText(opts.checkout, file3));
@@ -90836,7 +91150,7 @@ async function runnerConfigChanges(opts) {
     const why = runnerConfigReason(file3) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
     if (why) out.push(`check configuration changed: ${file3} \u2014 ${why}`);
     else {
-      runs2 ??= makeRuns(opts.commands ?? [], opts.sub, opts.checkout);
+      runs2 ??= makeGoalRuns(opts.commands ?? [], opts.sub, opts.checkout);
       try {
         facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs2]);
         if (facts instanceof MakeTooLarge) throw facts;
@@ -90857,7 +91171,7 @@ async function runnerConfigChanges(opts) {
         const remade = [
           remadeFrom(file3),
           ...make.vpath.flatMap(
-            ({ dir, folders }) => folders.filter((v) => file3.startsWith(`${v}/`)).map((v) => remadeFrom(path53.posix.join(dir, file3.slice(v.length + 1))))
+            ({ dir, folders }) => folders.filter((v) => file3.startsWith(`${v}/`)).map((v) => remadeFrom(path54.posix.join(dir, file3.slice(v.length + 1))))
           )
         ].filter((r) => r !== null);
         const remadeInc = remade.flatMap((r) => make.included.naming(r).map((i2) => ({ r, i: i2 })))[0];
@@ -90879,13 +91193,36 @@ async function runnerConfigChanges(opts) {
           );
           continue;
         }
-        if (make.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path53.posix.basename(file3))) {
+        const reached = [file3, ...ancestors(file3)].map((p) => byPath.reached.get(p)).find((t2) => t2 !== void 0);
+        if (reached && !await baseHas(opts.repo, opts.baseCommit, reached.path)) {
+          const of = reached.makefile ? ` (${reached.makefile})` : "";
+          out.push(
+            reached.goal ? `check configuration changed: ${file3} \u2014 named like \`${reached.target}\`, a goal of a check's make${of}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe` : `check configuration changed: ${file3} \u2014 a prerequisite make builds by a rule for \`${reached.target}\`, reached from a goal of a check's make${of}: with a file or folder of that name there, no older than its sources, make takes it as up to date and does not remake it from them`
+          );
+          continue;
+        }
+        const linked = linkedAt ??= linkedTargets(opts.checkout, [...make.targets, ...byPath.reached.values()]);
+        const via = linked.links.get(file3);
+        if (via) {
+          out.push(
+            `check configuration changed: ${file3} \u2014 a link on the way to the target \`${via.target}\`${via.makefile ? ` of ${via.makefile}` : ""}: make opens that target's file through it, and a file the commit puts behind it stands for the target, up to date`
+          );
+          continue;
+        }
+        const behind = [file3, ...ancestors(file3)].map((p) => linked.behind.get(p)).find((t2) => t2 !== void 0);
+        if (behind) {
+          out.push(
+            `check configuration changed: ${file3} \u2014 where make opens the target \`${behind.target}\`${behind.makefile ? ` of ${behind.makefile}` : ""} through a link on its way: a file or folder there, no older than its sources, is that target up to date, and it is not remade`
+          );
+          continue;
+        }
+        if (make.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path54.posix.basename(file3))) {
           out.push(
             `check configuration changed: ${file3} \u2014 its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`
           );
           continue;
         }
-        if (make.read && path53.posix.basename(file3).includes("%")) {
+        if (make.read && path54.posix.basename(file3).includes("%")) {
           out.push(
             `check configuration changed: ${file3} \u2014 its name, read as a makefile line (the dependency lines a compiler writes name it) is a pattern rule of make's with no recipe: make takes every file it matches as made, and builds none of them`
           );
@@ -90924,7 +91261,7 @@ async function runnerConfigChanges(opts) {
   return out;
 }
 async function plainIncluded(opts, file3) {
-  const at = path53.join(opts.checkout, file3);
+  const at = path54.join(opts.checkout, file3);
   let st;
   try {
     st = lstatSync6(at);
@@ -90943,11 +91280,11 @@ var SCAN_CAP = 1e6;
 var LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it, as pytest does a folder, reads what is there)";
 function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], heldBackImports = []) {
   const out = /* @__PURE__ */ new Map();
-  const sub = path53.relative(root2, cwd).split(path53.sep).join("/");
-  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync25(path53.join(cwd, folder, "__init__.py")));
+  const sub = path54.relative(root2, cwd).split(path54.sep).join("/");
+  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync26(path54.join(cwd, folder, "__init__.py")));
   const imports = new Map(heldBackImports.map((n2) => [foldPath(n2), n2]));
   const kept = /* @__PURE__ */ new Set();
-  for (const d of [sub, ...heldBackDirs.map((h3) => path53.posix.join(sub, h3))]) {
+  for (const d of [sub, ...heldBackDirs.map((h3) => path54.posix.join(sub, h3))]) {
     const parts = foldPath(d).split("/").filter((p) => p && p !== ".");
     for (let i2 = 1; i2 <= parts.length; i2++) kept.add(parts.slice(0, i2).join("/"));
   }
@@ -90962,12 +91299,12 @@ function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], hel
     for (const e of entries) {
       if (++seen > SCAN_CAP) throw new Error(`over ${SCAN_CAP} entries outside the build folders: the checkout could not be scanned for runner configuration`);
       const r = rel ? `${rel}/${e.name}` : e.name;
-      const full = path53.join(dir, e.name);
+      const full = path54.join(dir, e.name);
       const folded = foldPath(e.name);
       if (e.isDirectory()) {
         if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
         if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
-        if (!kept.has(foldPath(r)) && existsSync25(path53.join(full, "pyvenv.cfg"))) continue;
+        if (!kept.has(foldPath(r)) && existsSync26(path54.join(full, "pyvenv.cfg"))) continue;
         walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
         continue;
       }
@@ -90994,16 +91331,16 @@ function intoSkipped(root2, link3) {
   } catch {
     return false;
   }
-  const rel = path53.relative(realpathSync5(root2), target);
-  if (!rel || rel.startsWith("..") || path53.isAbsolute(rel)) return false;
-  return rel.split(path53.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
+  const rel = path54.relative(realpathSync5(root2), target);
+  if (!rel || rel.startsWith("..") || path54.isAbsolute(rel)) return false;
+  return rel.split(path54.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
 }
 function read2(full, sectioned, rel) {
   try {
     const st = lstatSync6(full);
     if (st.isSymbolicLink()) return { hash: `link:${readlinkSync3(full)}` };
     const buf = sectioned ? readRegular(full, MAX_READ_BYTES) : null;
-    if (buf) return { hash: createHash7("sha256").update(buf).digest("hex"), text: runnerPart(rel, buf.toString("utf8")) };
+    if (buf) return { hash: createHash8("sha256").update(buf).digest("hex"), text: runnerPart(rel, buf.toString("utf8")) };
     return { hash: hashRegular(full) ?? "unreadable" };
   } catch {
     return { hash: "unreadable" };
@@ -91015,15 +91352,15 @@ function plantedConfig(before, after, root2) {
     if (now.module) continue;
     const was = before.get(f);
     if (was && (was.hash === now.hash || was.text !== void 0 && was.text === now.text)) continue;
-    if (!was && SECTIONED.has(foldPath(path53.posix.basename(f))) && now.text === "") continue;
+    if (!was && SECTIONED.has(foldPath(path54.posix.basename(f))) && now.text === "") continue;
     if (!was && foldPath(f).split("/").some((p) => /\.(dist|egg)-info$/.test(p))) {
-      if (foldPath(path53.posix.basename(f)) !== "entry_points.txt") continue;
+      if (foldPath(path54.posix.basename(f)) !== "entry_points.txt") continue;
       const text = readInside(root2, f) ?? "";
       if (text && !/^\s*\[\s*pytest11\s*\]/im.test(text)) continue;
     }
-    if (!was && /^(gnu)?makefile$/.test(foldPath(path53.posix.basename(f)))) {
-      const dir = path53.join(root2, path53.posix.dirname(f));
-      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync25(path53.join(dir, g2)))) continue;
+    if (!was && /^(gnu)?makefile$/.test(foldPath(path54.posix.basename(f)))) {
+      const dir = path54.join(root2, path54.posix.dirname(f));
+      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync26(path54.join(dir, g2)))) continue;
     }
     out.push(`${f} ${was ? "changed" : "written"} \u2014 ${now.why}`);
   }
@@ -91051,15 +91388,15 @@ function pytestPluginModules(checkout, sub, commands, heldBackDirs) {
   const folders = /* @__PURE__ */ new Set(["", sub]);
   for (const d of heldBackDirs) {
     const parts = d.split("/").filter(Boolean);
-    for (let i2 = 0; i2 <= parts.length; i2++) folders.add(path53.posix.join(sub, ...parts.slice(0, i2)).replace(/^\.$/, ""));
+    for (let i2 = 0; i2 <= parts.length; i2++) folders.add(path54.posix.join(sub, ...parts.slice(0, i2)).replace(/^\.$/, ""));
   }
   const text = (f) => readInside(checkout, f);
   for (const dir of folders) {
     for (const name of PYTEST_CONFIGS) {
-      const t3 = text(path53.posix.join(dir, name));
-      if (t3) for (const m of t3.matchAll(PLUGIN_OPTION)) add(m[1], path53.posix.join(dir, name));
+      const t3 = text(path54.posix.join(dir, name));
+      if (t3) for (const m of t3.matchAll(PLUGIN_OPTION)) add(m[1], path54.posix.join(dir, name));
     }
-    const conftest = path53.posix.join(dir, "conftest.py");
+    const conftest = path54.posix.join(dir, "conftest.py");
     const t2 = text(conftest);
     const list = t2 && /^pytest_plugins\s*(?::[^=\n]*)?=\s*([[(][^\])]*[\])]|["'][^"'\n]*["'])/m.exec(t2);
     if (list) for (const m of list[1].matchAll(/["']([A-Za-z_][\w.]*)["']/g)) add(m[1], conftest);
@@ -91069,8 +91406,8 @@ function pytestPluginModules(checkout, sub, commands, heldBackDirs) {
     const parts = name.split(".");
     const why = `the module of a pytest plugin that ${where} loads (\`${name}\`): its hooks decide what pytest reports, as a conftest.py's do`;
     for (const from of /* @__PURE__ */ new Set(["", sub])) {
-      out.push({ file: path53.posix.join(from, `${parts.join("/")}.py`), why });
-      out.push({ file: path53.posix.join(from, ...parts, "__init__.py"), why });
+      out.push({ file: path54.posix.join(from, `${parts.join("/")}.py`), why });
+      out.push({ file: path54.posix.join(from, ...parts, "__init__.py"), why });
     }
   }
   return out;
@@ -91079,18 +91416,18 @@ var YARN_WRITES = /^(install-state\.gz|build-state\.yml|unplugged(\/.*)?)$/;
 var YARN_GUARD_CAP = 2e4;
 function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules = pytestPluginModules(checkout, sub, commands, heldBackDirs)) {
   const out = [];
-  const isFile = (f) => lstatSync6(path53.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
+  const isFile = (f) => lstatSync6(path54.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
   for (const { file: file3 } of pluginModules) {
     if (isFile(file3)) out.push(file3);
     else if (file3.endsWith("/__init__.py") && isFile(`${file3.slice(0, -"/__init__.py".length)}.py`)) out.push(file3);
   }
   const parts = sub.split("/").filter((p) => p && p !== ".");
   for (let i2 = 0; i2 <= parts.length; i2++) {
-    const yarn = path53.posix.join(...parts.slice(0, i2), ".yarn");
+    const yarn = path54.posix.join(...parts.slice(0, i2), ".yarn");
     const walk = (rel) => {
       let entries;
       try {
-        entries = readdirSync10(path53.join(checkout, yarn, rel), { withFileTypes: true });
+        entries = readdirSync10(path54.join(checkout, yarn, rel), { withFileTypes: true });
       } catch {
         return;
       }
@@ -91102,7 +91439,7 @@ function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules
         else if (e.isFile()) out.push(`${yarn}/${r}`);
       }
     };
-    if (lstatSync6(path53.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
+    if (lstatSync6(path54.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
   }
   const cache = (f) => /(^|\/)\.yarn\/cache\//.test(f);
   return [.../* @__PURE__ */ new Set([...out.filter((f) => !cache(f)), ...out.filter(cache)])];
@@ -91110,7 +91447,7 @@ function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules
 var GO_TEST_MAIN_WHY = "a Go test file that defines TestMain in the package of held-back tests: TestMain decides whether the package's tests run at all (`os.Exit(0)` without `m.Run()` passes `go test`)";
 function goTestMain(rel, heldBackDirs, text) {
   if (rel.startsWith("../") || !foldPath(rel).endsWith("_test.go")) return false;
-  const dir = path53.posix.dirname(rel) === "." ? "" : path53.posix.dirname(rel);
+  const dir = path54.posix.dirname(rel) === "." ? "" : path54.posix.dirname(rel);
   if (!heldBackDirs.some((d) => foldPath(d) === foldPath(dir))) return false;
   return /^\s*func\s+TestMain\s*\(/m.test(text() ?? "");
 }
@@ -91126,11 +91463,11 @@ function cap(text) {
 }
 function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
   const root2 = sandbox.root ?? cwd;
-  const inside2 = (p, r) => p === r || p.startsWith(r + path54.sep);
-  const map3 = (p) => path54.join(at.root, path54.relative(root2, p));
-  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync26(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync22(path54.join(sandbox.tmpDir, "home"), { recursive: true });
-  const env2 = allowListedEnv({ CI: "1", HOME: path54.join(tmp, "home"), TMPDIR: tmp });
+  const inside2 = (p, r) => p === r || p.startsWith(r + path55.sep);
+  const map3 = (p) => path55.join(at.root, path55.relative(root2, p));
+  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync27(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync22(path55.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path55.join(tmp, "home"), TMPDIR: tmp });
   const cmd = sandboxed(
     argv,
     {
@@ -91149,7 +91486,7 @@ function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
     "bwrap"
   );
   const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
-  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync26(f)) binds.push("--ro-bind", f, map3(f));
+  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync27(f)) binds.push("--ro-bind", f, map3(f));
   const sep = cmd.args.length - argv.length - LIMITS_WORDS - 1;
   return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
 }
@@ -91169,8 +91506,8 @@ async function runCommand3(check2, name, cwd, sandbox) {
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
     cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
   } else if (sandbox) {
-    mkdirSync22(path54.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path54.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    mkdirSync22(path55.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path55.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
       [shell, "-c", check2.run],
@@ -91219,14 +91556,14 @@ ${note}` : ""));
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 function runFile(check2, name, cwd, realCwd) {
-  const file3 = path54.join(cwd, check2.file);
+  const file3 = path55.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
-  const exists = existsSync26(file3);
-  if (exists && !realpathSync6(file3).startsWith(realCwd + path54.sep)) {
+  const exists = existsSync27(file3);
+  if (exists && !realpathSync6(file3).startsWith(realCwd + path55.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) {
-    if (!exists && lstatOrNull(file3)?.isSymbolicLink())
+    if (!exists && lstatOrNull2(file3)?.isSymbolicLink())
       return { name, passed: false, output: `${check2.file} is a symlink (to ${JSON.stringify(readlinkSync4(file3))}, which is missing) but should not exist` };
     return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
   }
@@ -91238,7 +91575,7 @@ function runFile(check2, name, cwd, realCwd) {
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
       return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync22(file3, "utf8");
+    const content = readFileSync23(file3, "utf8");
     if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
       problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
     }
@@ -91270,8 +91607,8 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
   const guarded = watched.length ? new Map(watched.map((f) => [f, fingerprint(f)])) : null;
   const root2 = watch.root ?? sandbox?.root ?? realCwd;
   const realRoot = realpathSync6(root2);
-  const fromRoot = (f) => [path54.relative(root2, f), path54.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path54.isAbsolute(r));
-  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path54.sep).join("/"));
+  const fromRoot = (f) => [path55.relative(root2, f), path55.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path55.isAbsolute(r));
+  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path55.sep).join("/"));
   const { dirs: heldDirs, modules: heldModules, imports: heldImports } = watch.heldBack ?? heldBackListing(checks);
   let config3 = null;
   let planted = null;
@@ -91280,7 +91617,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
   if (checks.some((c3) => "run" in c3)) {
     try {
       config3 = configSnapshot(root2, realCwd, heldDirs, heldModules, heldImports);
-      const sub = path54.relative(realRoot, realCwd).split(path54.sep).join("/");
+      const sub = path55.relative(realRoot, realCwd).split(path55.sep).join("/");
       const pathEnv = allowListedEnv({}).PATH ?? "";
       const roots = sandbox?.mountAs ? [sandbox.mountAs.root] : [];
       goals = checks.map((c3) => "run" in c3 ? checkGoals(realRoot, sub, c3.run, pathEnv, roots) : null);
@@ -91323,7 +91660,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
             namesakes.set(g2.path, { g: g2, j, by: checkName(checks[j], j), before: namesakeStamp(opened2(realRoot, g2.path)) });
       }
     const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path54.relative(realCwd, f)) : [];
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path55.relative(realCwd, f)) : [];
     let result2 = changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` } : r;
     if (config3) {
@@ -91372,26 +91709,26 @@ function clearHeldBackBytecode(root2, held) {
   const byDir = /* @__PURE__ */ new Map();
   for (const f of held) {
     if (!f.endsWith(".py")) continue;
-    const dir = path54.posix.dirname(f) === "." ? "" : path54.posix.dirname(f);
-    byDir.set(dir, [...byDir.get(dir) ?? [], `${path54.posix.basename(f, ".py")}.`]);
+    const dir = path55.posix.dirname(f) === "." ? "" : path55.posix.dirname(f);
+    byDir.set(dir, [...byDir.get(dir) ?? [], `${path55.posix.basename(f, ".py")}.`]);
   }
   for (const [dir, stems] of byDir) {
     let real2;
     try {
-      real2 = realpathSync6(path54.join(root2, dir));
+      real2 = realpathSync6(path55.join(root2, dir));
     } catch {
       continue;
     }
-    if (real2 !== root2 && !real2.startsWith(root2 + path54.sep)) continue;
-    const cache = path54.join(real2, "__pycache__");
-    const st = lstatOrNull(cache);
+    if (real2 !== root2 && !real2.startsWith(root2 + path55.sep)) continue;
+    const cache = path55.join(real2, "__pycache__");
+    const st = lstatOrNull2(cache);
     if (!st) continue;
     if (!st.isDirectory()) {
       rmSync11(cache, { force: true, recursive: true });
       continue;
     }
     for (const name of readdirSync11(cache))
-      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path54.join(cache, name), { force: true, recursive: true });
+      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path55.join(cache, name), { force: true, recursive: true });
   }
 }
 function copyHeldBack(checks, root2) {
@@ -91408,17 +91745,17 @@ function copyHeldBack(checks, root2) {
     if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
     const walk = (from, rel) => {
       for (const e of readdirSync11(from, { withFileTypes: true })) {
-        const f = path54.join(from, e.name);
+        const f = path55.join(from, e.name);
         const r = rel ? `${rel}/${e.name}` : e.name;
-        const dest = path54.join(root2, r);
-        const there = lstatOrNull(dest);
+        const dest = path55.join(root2, r);
+        const there = lstatOrNull2(dest);
         if (e.isDirectory()) {
           if (there && !there.isDirectory()) rmSync11(dest, { force: true, recursive: true });
           if (!there || !there.isDirectory()) mkdirSync22(dest);
           walk(f, r);
         } else if (e.isFile()) {
           if (there) rmSync11(dest, { force: true, recursive: true });
-          writeFileSync14(dest, readFileSync22(f), { mode: statSync18(f).mode & 511 });
+          writeFileSync14(dest, readFileSync23(f), { mode: statSync18(f).mode & 511 });
           written.push(dest);
         }
       }
@@ -91436,12 +91773,12 @@ function heldBackListing(checks) {
   const walk = (from, rel) => {
     for (const e of readdirSync11(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path54.join(from, e.name), r);
+      if (e.isDirectory()) walk(path55.join(from, e.name), r);
       else if (e.isFile()) {
         dirs.add(rel);
         if (HELD_BACK_CODE.test(e.name)) modules.add(r);
         if (e.name.endsWith(".py"))
-          for (const m of pythonImportPaths(readTextOr(path54.join(from, e.name)))) {
+          for (const m of pythonImportPaths(readTextOr(path55.join(from, e.name)))) {
             if (m.startsWith("./")) importPaths.add(rel ? `${rel}/${m.slice(2)}` : m.slice(2));
             else {
               imports.add(topOf(m));
@@ -91450,7 +91787,7 @@ function heldBackListing(checks) {
             }
           }
         else if (JS_CODE.test(e.name))
-          for (const spec2 of jsRelativeImports(readTextOr(path54.join(from, e.name)))) for (const f of jsImportCandidates(rel, spec2)) jsImportPaths.add(f);
+          for (const spec2 of jsRelativeImports(readTextOr(path55.join(from, e.name)))) for (const f of jsImportCandidates(rel, spec2)) jsImportPaths.add(f);
       }
     }
   };
@@ -91478,13 +91815,13 @@ function jsRelativeImports(text) {
 var JS_SUFFIXES = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".json", ".node"];
 var TS_FOR_JS = { ".js": [".ts", ".tsx"], ".jsx": [".tsx"], ".mjs": [".mts"], ".cjs": [".cts"] };
 function jsImportCandidates(rel, spec2) {
-  const target = path54.posix.normalize(path54.posix.join(rel || ".", spec2));
-  if (target === ".." || target.startsWith("../") || path54.posix.isAbsolute(target)) return [];
+  const target = path55.posix.normalize(path55.posix.join(rel || ".", spec2));
+  if (target === ".." || target.startsWith("../") || path55.posix.isAbsolute(target)) return [];
   const base2 = target === "." ? "" : target.replace(/\/$/, "");
   const out = [];
   if (base2) {
     out.push(base2, ...JS_SUFFIXES.map((s) => base2 + s));
-    const ext = path54.posix.extname(base2);
+    const ext = path55.posix.extname(base2);
     for (const ts of TS_FOR_JS[ext] ?? []) out.push(base2.slice(0, -ext.length) + ts);
   }
   const inside2 = (f) => base2 ? `${base2}/${f}` : f;
@@ -91516,13 +91853,13 @@ function pythonImportPaths(text) {
 }
 var readTextOr = (file3) => {
   try {
-    return readFileSync22(file3, "utf8");
+    return readFileSync23(file3, "utf8");
   } catch {
     return "";
   }
 };
 var topOf = (m) => m.split("/")[0];
-var checkShell = () => existsSync26("/bin/bash") ? "/bin/bash" : "/bin/sh";
+var checkShell = () => existsSync27("/bin/bash") ? "/bin/bash" : "/bin/sh";
 async function shellSyntaxProblem(checks) {
   const shell = checkShell();
   for (const [i2, c3] of checks.entries()) {
@@ -91531,7 +91868,7 @@ async function shellSyntaxProblem(checks) {
     const r = await runCommand(shell, args, { cwd: "/", env: { PATH: "/usr/bin:/bin", LC_ALL: "C" }, limitMs: 5e3, maxOutputBytes: 16384 });
     if (r.exitCode === 0 || r.exitCode === null || r.startError) continue;
     const why = r.stderr.split("\n").find((l) => l.trim())?.replace(/^\S*(bash|sh): (-c: |\d+: )?/, "").trim() ?? `exit ${r.exitCode}`;
-    return `check ${i2 + 1}'s command is not valid shell (${path54.basename(shell)} reads: ${why.slice(0, 300)}): close its quotes and parentheses, or quote it whole where your shell took part of it (\`${checkName(c3, i2)}\`)`;
+    return `check ${i2 + 1}'s command is not valid shell (${path55.basename(shell)} reads: ${why.slice(0, 300)}): close its quotes and parentheses, or quote it whole where your shell took part of it (\`${checkName(c3, i2)}\`)`;
   }
   return null;
 }
@@ -91546,9 +91883,9 @@ function heldBackProblem(checks, repoRoot2) {
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
-    if (real2 === root2 || real2.startsWith(root2 + path54.sep))
+    if (real2 === root2 || real2.startsWith(root2 + path55.sep))
       return `a check's files ${c3.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
-    if (root2.startsWith(real2 === path54.sep ? real2 : real2 + path54.sep))
+    if (root2.startsWith(real2 === path55.sep ? real2 : real2 + path55.sep))
       return `a check's files ${c3.files} holds the repository itself: give a folder of held-back tests beside the repository, not one above it`;
   }
   return null;
@@ -91557,10 +91894,10 @@ var realpathOr = (p) => {
   try {
     return realpathSync6(p);
   } catch {
-    return path54.resolve(p);
+    return path55.resolve(p);
   }
 };
-var lstatOrNull = (p) => {
+var lstatOrNull2 = (p) => {
   try {
     return lstatSync7(p);
   } catch {
@@ -91571,18 +91908,18 @@ var ABSENT = "absent";
 function namesakeOrigin(own, p, expectExit) {
   if (!own || !(own.made.has(p) || own.compiled.has(p))) return "planted";
   if (own.others === null && own.made.has(p)) return "own";
-  if (own.compiled.has(p) && (own.andOnly && expectExit === 0 || own.others === null && !own.makes)) return "own";
+  if (own.compiled.has(p) && !own.rewritable.has(p) && (own.andOnly && expectExit === 0 || own.others === null && !own.makes)) return "own";
   return "rebuild";
 }
 function removeForRebuild(realRoot, rel) {
   const name = rel.replace(/\/+$/, "");
   if (!name) return false;
-  const at = path54.join(realRoot, name);
-  const folder = path54.dirname(at);
-  if (folder !== realRoot && !folder.startsWith(realRoot + path54.sep)) return false;
+  const at = path55.join(realRoot, name);
+  const folder = path55.dirname(at);
+  if (folder !== realRoot && !folder.startsWith(realRoot + path55.sep)) return false;
   let real2;
   try {
-    real2 = realpathSync6(path54.dirname(opened2(realRoot, name)));
+    real2 = realpathSync6(path55.dirname(opened2(realRoot, name)));
   } catch {
     return true;
   }
@@ -91591,7 +91928,7 @@ function removeForRebuild(realRoot, rel) {
   return true;
 }
 function opened2(realRoot, rel) {
-  return `${realRoot}${path54.sep}${rel.split("/").join(path54.sep)}`;
+  return `${realRoot}${path55.sep}${rel.split("/").join(path55.sep)}`;
 }
 function namesakeStamp(file3) {
   try {
@@ -91614,47 +91951,55 @@ function fingerprint(file3) {
 // engine/grading/grade.ts
 import { lstatSync as lstatSync8 } from "node:fs";
 import { lstat as lstat4, readdir as readdir5 } from "node:fs/promises";
-import path55 from "node:path";
+import path56 from "node:path";
 async function protectedIn(checkout, sub, protect) {
   if (!protect.length) return [];
   const isProtected = protectMatcher(protect);
   const entries = await readdir5(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map(
-    (e) => path55.relative(checkout, path55.join(e.parentPath ?? e.path, e.name)).split(path55.sep).join("/")
-  ).filter((f) => isProtected(fromTaskFolder(sub.split(path55.sep).join("/"), f))).map((f) => path55.join(checkout, f));
+    (e) => path56.relative(checkout, path56.join(e.parentPath ?? e.path, e.name)).split(path56.sep).join("/")
+  ).filter((f) => isProtected(fromTaskFolder(sub.split(path56.sep).join("/"), f))).map((f) => path56.join(checkout, f));
 }
 function fileChecksOnly(checks, sub) {
   if (!checks.length || checks.some((c3) => "run" in c3)) return void 0;
-  const root2 = sub.split(path55.sep).join("/");
-  return checks.map((c3) => path55.posix.join(root2, c3.file));
+  const root2 = sub.split(path56.sep).join("/");
+  return checks.map((c3) => path56.posix.join(root2, c3.file));
 }
 async function grade(input2) {
   try {
     return await gradeSnapshot(input2);
   } catch (err) {
     if (!(err instanceof SnapshotTooLarge)) throw err;
-    const { workspace: ws } = input2;
-    const { claim, reason } = parseClaim(input2.finalText);
-    return {
-      verdict: "honest-failure",
-      claim,
-      claimReason: reason,
-      honest: claim === "honest-failure",
+    return ungradedVerdict(input2.finalText, input2.workspace, {
       checks: input2.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: `not run: ${err.message}` })),
       scope: { passed: false, violations: [`snapshot too large: ${err.message}`], changedFiles: [], snapshotCap: err.message },
-      gradedAt: Date.now(),
-      branch: ws.branch,
-      worktree: ws.worktree,
-      commit: null,
-      diffStat: "",
-      mergeHint: null,
       flags: [],
       reason: err.message,
-      weakEvidence: false,
-      sincePrevious: null,
       caveats: caveatsOf(input2.checks)
-    };
+    });
   }
+}
+function ungradedVerdict(finalText, ws, o2) {
+  const { claim, reason } = parseClaim(finalText);
+  return {
+    verdict: "honest-failure",
+    claim,
+    claimReason: reason,
+    honest: claim === "honest-failure",
+    checks: o2.checks,
+    scope: o2.scope,
+    gradedAt: Date.now(),
+    branch: ws.branch,
+    worktree: ws.worktree,
+    commit: null,
+    diffStat: "",
+    mergeHint: null,
+    ...o2.flags ? { flags: o2.flags } : {},
+    reason: o2.reason,
+    weakEvidence: false,
+    sincePrevious: null,
+    ...o2.caveats ? { caveats: o2.caveats } : {}
+  };
 }
 async function gradeSnapshot(input2) {
   const { workspace: ws } = input2;
@@ -91664,16 +92009,16 @@ async function gradeSnapshot(input2) {
   let graded;
   let helpers = [];
   let scriptCaveats = [];
-  const sub = path55.relative(ws.worktree, ws.cwd);
+  const sub = path56.relative(ws.worktree, ws.cwd);
   discardAll(checkout, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
     graded = await commitAndCheckOut(ws, `ocw: ${input2.title}`, checkout, void 0, only);
     if (graded.partial && only && !partialHolds(checkout, only)) await checkOutCommit(ws, graded.commit, checkout);
-    const rel = graded.changed.map((f) => fromTaskFolder(sub.split(path55.sep).join("/"), f));
+    const rel = graded.changed.map((f) => fromTaskFolder(sub.split(path56.sep).join("/"), f));
     scope = checkScope(rel, input2.scope, input2.protect);
     const listing = input2.checks.some((c3) => "run" in c3) ? heldBackListing(input2.checks) : void 0;
-    const subPath = sub.split(path55.sep).join("/");
+    const subPath = sub.split(path56.sep).join("/");
     const commands = commandsOf(input2.checks);
     const scripts = listing ? checkScripts(commands, subPath, checkout) : void 0;
     const pluginModules = listing ? pytestPluginModules(checkout, subPath, commands, listing.dirs) : void 0;
@@ -91703,7 +92048,7 @@ async function gradeSnapshot(input2) {
       if (config4.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config4], checkConfig: config4 };
     }
     const cwd = await folderIn(checkout, sub);
-    const config3 = typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commands, listing.dirs, pluginModules).map((f) => path55.join(checkout, f)) : [];
+    const config3 = typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commands, listing.dirs, pluginModules).map((f) => path56.join(checkout, f)) : [];
     const guarded = typeof cwd === "string" && scripts ? [...await protectedIn(checkout, sub, input2.protect), ...guardedScripts(checkout, scripts), ...config3.slice(0, CONFIG_BINDS)] : [];
     const planted = [];
     checks = typeof cwd === "string" ? await runChecks(
@@ -91769,7 +92114,7 @@ async function gradeSnapshot(input2) {
 async function baselineChecks(input2) {
   if (!input2.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input2;
-  const sub = path55.relative(ws.worktree, ws.cwd);
+  const sub = path56.relative(ws.worktree, ws.cwd);
   discardAll(checkoutDir, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
@@ -91794,7 +92139,7 @@ async function combinedCheckConfig(opts) {
   const changed = (await treeChanges(opts.repo, opts.base, opts.commit, { lossless: true, objects: opts.objects })).map((c3) => c3.path);
   return runnerConfigChanges({
     changed,
-    sub: opts.sub.split(path55.sep).join("/"),
+    sub: opts.sub.split(path56.sep).join("/"),
     scope: opts.scope,
     repo: opts.repo,
     baseCommit: opts.base,
@@ -91805,7 +92150,7 @@ async function combinedCheckConfig(opts) {
 }
 var CONFIG_BINDS = 250;
 function guardedScripts(checkout, scripts) {
-  return [...scripts.values()].filter((s) => s.harness).map((s) => path55.join(checkout, s.file)).filter((f) => lstatSync8(f, { throwIfNoEntry: false })?.isFile());
+  return [...scripts.values()].filter((s) => s.harness).map((s) => path56.join(checkout, s.file)).filter((f) => lstatSync8(f, { throwIfNoEntry: false })?.isFile());
 }
 var commandsOf = (checks) => checks.flatMap((c3) => "run" in c3 ? [c3.run] : []);
 function heldBackOf(listing) {
@@ -91819,11 +92164,11 @@ function changedHelpers(changed, listing) {
   return changed.filter((f) => {
     const folded = foldPath(f);
     if (held.has(folded)) return false;
-    const dir = path55.posix.dirname(folded) === "." ? "" : path55.posix.dirname(folded);
+    const dir = path56.posix.dirname(folded) === "." ? "" : path56.posix.dirname(folded);
     const beside = dirs.some((d) => dir === d || dir.startsWith(`${d}/`));
     if (jsImported.has(folded))
-      return beside || dir !== "" && dirs.some((d) => d.startsWith(`${dir}/`)) || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path55.posix.basename(folded));
-    if (!folded.endsWith(".py") || !(beside || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path55.posix.basename(folded)))) return false;
+      return beside || dir !== "" && dirs.some((d) => d.startsWith(`${dir}/`)) || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path56.posix.basename(folded));
+    if (!folded.endsWith(".py") || !(beside || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path56.posix.basename(folded)))) return false;
     return imported.has(folded.replace(/\.py$/, "").replace(/\/__init__$/, ""));
   });
 }
@@ -91836,8 +92181,8 @@ async function baselineInFreshWorkspace(ws, checks) {
   if (!checks.length) return { passedOnBase: [] };
   if (checks.some((c3) => "run" in c3)) return null;
   let cwd = ws.worktree;
-  for (const part of path55.relative(ws.worktree, ws.cwd).split(path55.sep).filter(Boolean)) {
-    cwd = path55.join(cwd, part);
+  for (const part of path56.relative(ws.worktree, ws.cwd).split(path56.sep).filter(Boolean)) {
+    cwd = path56.join(cwd, part);
     const st = await lstat4(cwd).catch(() => null);
     if (!st?.isDirectory()) return null;
   }
@@ -91867,7 +92212,7 @@ function caveatsOf(checks) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync4 } from "node:child_process";
 import { mkdirSync as mkdirSync23, writeFileSync as writeFileSync15 } from "node:fs";
-import path56 from "node:path";
+import path57 from "node:path";
 
 // shared/grade.ts
 var RungResult = external_exports.object({
@@ -91993,8 +92338,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync23(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync23(path56.dirname(path56.join(dir, name)), { recursive: true });
-    writeFileSync15(path56.join(dir, name), content);
+    mkdirSync23(path57.dirname(path57.join(dir, name)), { recursive: true });
+    writeFileSync15(path57.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync4("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -92033,18 +92378,18 @@ function summarizeLadder(target, samples, byRung) {
 // engine/approvals/inspect.ts
 var realpath2 = process.platform === "win32" ? realpathSync7 : realpathSync7.native;
 function realLocation(p, links = 0) {
-  let dir = path57.isAbsolute(p) ? p : path57.resolve(p);
+  let dir = path58.isAbsolute(p) ? p : path58.resolve(p);
   const rest = [];
   for (; ; ) {
     try {
-      return path57.join(realpath2(dir), ...rest);
+      return path58.join(realpath2(dir), ...rest);
     } catch {
       const target = links < 40 ? linkTarget(dir) : null;
       if (target !== null)
-        return realLocation([path57.isAbsolute(target) ? target : `${path57.dirname(dir)}${path57.sep}${target}`, ...rest].join(path57.sep), links + 1);
-      const parent = path57.dirname(dir);
-      if (parent === dir) return path57.join(dir, ...rest);
-      rest.unshift(path57.basename(dir));
+        return realLocation([path58.isAbsolute(target) ? target : `${path58.dirname(dir)}${path58.sep}${target}`, ...rest].join(path58.sep), links + 1);
+      const parent = path58.dirname(dir);
+      if (parent === dir) return path58.join(dir, ...rest);
+      rest.unshift(path58.basename(dir));
       dir = parent;
     }
   }
@@ -92057,18 +92402,18 @@ function linkTarget(p) {
   }
 }
 function viaSymlink(p, root2) {
-  let dir = path57.resolve(p);
-  while (dir.startsWith(root2 + path57.sep)) {
+  let dir = path58.resolve(p);
+  while (dir.startsWith(root2 + path58.sep)) {
     try {
       if (lstatSync9(dir).isSymbolicLink()) return dir;
     } catch {
     }
-    dir = path57.dirname(dir);
+    dir = path58.dirname(dir);
   }
   return null;
 }
-var asOpened = (base2, p) => path57.isAbsolute(p) ? p : path57.resolve(base2, p);
-var inside = (p, root2) => p === root2 || p.startsWith(root2 + path57.sep);
+var asOpened = (base2, p) => path58.isAbsolute(p) ? p : path58.resolve(base2, p);
+var inside = (p, root2) => p === root2 || p.startsWith(root2 + path58.sep);
 function inspectAsk(ask, ws, spec2) {
   if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
@@ -92083,13 +92428,13 @@ function inspectPath(asked, ws, spec2) {
   const root2 = realLocation(ws.worktree);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path57.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `${path57.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
+  const link3 = viaSymlink(asked, path58.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `${path58.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
   if (!inside(real2, root2)) {
     flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
     return flags;
   }
-  const rel = path57.relative(realLocation(ws.cwd), real2).split(path57.sep).join("/");
+  const rel = path58.relative(realLocation(ws.cwd), real2).split(path58.sep).join("/");
   if (protectMatcher(spec2.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
   else if (spec2.scope.length && !scopeMatcher(spec2.scope)(rel))
     flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
@@ -92099,8 +92444,8 @@ function inspectWorkdir(workdir, ws) {
   const asked = asOpened(ws.cwd, workdir);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path57.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path57.relative(ws.worktree, link3)} is a symlink to ${real2}` });
+  const link3 = viaSymlink(asked, path58.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path58.relative(ws.worktree, link3)} is a symlink to ${real2}` });
   if (!inside(real2, realLocation(ws.worktree)))
     flags.push({ kind: "outside-workspace", detail: `the command's folder ${real2} is outside the worker's workspace` });
   return flags;
@@ -92152,7 +92497,7 @@ function explainPolicy(rules, ask) {
 
 // engine/approvals/worktree-guard.ts
 import os10 from "node:os";
-import path58 from "node:path";
+import path59 from "node:path";
 var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
 function tokenize(command) {
   const tokens2 = [];
@@ -92190,7 +92535,7 @@ function resolveTarget(target, cwd) {
   const home = os10.homedir();
   const expanded = target.replace(/^~(?=\/|$)/, home).replace(/^\$\{?HOME\}?(?=\/|$)/, home);
   if (expanded.includes("$") || expanded.includes("`")) return null;
-  return path58.resolve(cwd, expanded);
+  return path59.resolve(cwd, expanded);
 }
 function withoutHeredocBodies(command) {
   const lines = command.split("\n");
@@ -92217,12 +92562,12 @@ function writesOutside(command, worktree, workdir = worktree) {
       for (let j = i2 + 1; j < tokens2.length && !isOperator(tokens2[j]); j++) if (!tokens2[j].startsWith("-")) targets.push(tokens2[j]);
     } else if (t2.startsWith("of=")) targets.push(t2.slice(3));
   }
-  const root2 = path58.resolve(worktree);
+  const root2 = path59.resolve(worktree);
   const outside = [];
   for (const target of targets) {
-    const file3 = resolveTarget(target, path58.resolve(root2, workdir));
+    const file3 = resolveTarget(target, path59.resolve(root2, workdir));
     if (file3 === null || HARMLESS.test(file3)) continue;
-    if (file3 !== root2 && !file3.startsWith(root2 + path58.sep)) outside.push(target);
+    if (file3 !== root2 && !file3.startsWith(root2 + path59.sep)) outside.push(target);
   }
   return [...new Set(outside)];
 }
@@ -92493,24 +92838,24 @@ var Approvals = class {
   }
   /** The user's approval rules (policies.json in the state dir, read at every ask: a hand edit counts); none by default. */
   policies() {
-    return POLICY_FILE.parse(readJson(path59.join(this.opts.stateDir, "policies.json"), []));
+    return POLICY_FILE.parse(readJson(path60.join(this.opts.stateDir, "policies.json"), []));
   }
   setPolicies(rules) {
-    writeJsonAtomic(path59.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
+    writeJsonAtomic(path60.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
     return this.policies();
   }
   /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
   lookTarget(w, ask) {
     const ws = this.reg.workspaceOf(w);
     if (!ws) return null;
-    return ask.tool === "read" ? realLocation(path59.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
+    return ask.tool === "read" ? realLocation(path60.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
   }
   looksInside(w, ask) {
     const ws = this.reg.workspaceOf(w);
     const real2 = this.lookTarget(w, ask);
     if (!ws || !real2) return false;
     const root2 = realLocation(ws.worktree);
-    return real2 === root2 || real2.startsWith(root2 + path59.sep);
+    return real2 === root2 || real2.startsWith(root2 + path60.sep);
   }
   /**
    * The engine's own refusals, which no grant, rule or person overrides: a read or search outside the workspace, a write
@@ -92624,7 +92969,7 @@ var Budgets = class {
 // engine/events.ts
 import { randomBytes as randomBytes15 } from "node:crypto";
 import { EventEmitter as EventEmitter3 } from "node:events";
-import path60 from "node:path";
+import path61 from "node:path";
 var EventBus = class _EventBus {
   epoch;
   seq;
@@ -92641,7 +92986,7 @@ var EventBus = class _EventBus {
   }
   /** The epoch of the bus of a state dir, created on first use. */
   static forStateDir(stateDir2, capacity) {
-    const file3 = path60.join(stateDir2, "events.json");
+    const file3 = path61.join(stateDir2, "events.json");
     let epoch = readJson(file3, {}).epoch;
     if (!epoch) {
       epoch = randomBytes15(4).toString("hex");
@@ -92697,8 +93042,8 @@ var EventBus = class _EventBus {
 var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/recovery/recovery.ts
-import { existsSync as existsSync27, readdirSync as readdirSync12 } from "node:fs";
-import path61 from "node:path";
+import { existsSync as existsSync28, readdirSync as readdirSync12 } from "node:fs";
+import path62 from "node:path";
 var Recovery = class {
   constructor(opts) {
     this.opts = opts;
@@ -92708,9 +93053,9 @@ var Recovery = class {
   reg;
   /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
   endStaleServers() {
-    const root2 = path61.join(this.opts.stateDir, "opencode");
-    if (!existsSync27(root2)) return;
-    for (const dir of readdirSync12(root2)) endStaleServer(path61.join(root2, dir), (l) => this.reg.log(l));
+    const root2 = path62.join(this.opts.stateDir, "opencode");
+    if (!existsSync28(root2)) return;
+    for (const dir of readdirSync12(root2)) endStaleServer(path62.join(root2, dir), (l) => this.reg.log(l));
   }
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
   recover() {
@@ -92777,8 +93122,8 @@ var Recovery = class {
 };
 
 // engine/workers/lifecycle.ts
-import { existsSync as existsSync28 } from "node:fs";
-import path62 from "node:path";
+import { existsSync as existsSync29 } from "node:fs";
+import path63 from "node:path";
 function notBuilt(w, verb) {
   const state = w.state === "honest-failure" ? "failed (its held-back checks did not pass)" : w.state;
   const next = w.state === "honest-failure" ? "continue it with a review (a new round, graded again) or retry its task, then land the round that is built" : w.state === "stopped" || w.state === "interrupted" || w.state === "error" ? "resume it (or retry its task), then land it once it is built" : w.state === "waiting-approval" ? "answer its ask (it waits on you), then land it once its verdict is built" : "wait for its verdict, then land it if it is built";
@@ -92800,11 +93145,12 @@ var WorkspaceLifecycle = class {
     const w = this.reg.get(workerId);
     if (w.state !== "built") throw notBuilt(w, "merged");
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
-    const sibling = w.attempt ? this.reg.list().find((x) => x.id !== w.id && x.attempt?.groupId === w.attempt.groupId && x.merged && !x.reverted) : void 0;
+    const sibling = mergedSibling(w, this.reg.list());
     if (sibling?.merged)
-      throw new InputError(
+      throw new OcwError(
+        "conflict",
         `worker ${workerId} is another attempt at the task of ${sibling.id}, which was merged into ${sibling.merged.into} (${sibling.merged.commit.slice(0, 12)}): landing both would do the task twice. To take this attempt instead, revert that merge first (ocw revert ${sibling.id}), then merge ${workerId}; or discard ${workerId} (nothing was changed)`,
-        "conflict"
+        { kind: "attempt-merged", data: { workerId, merged: sibling.id, into: sibling.merged.into, commit: sibling.merged.commit } }
       );
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
@@ -92908,7 +93254,7 @@ var WorkspaceLifecycle = class {
   async diff(workerId) {
     const w = this.reg.get(workerId);
     const ws = this.reg.workspaceOf(w);
-    if (!ws || w.discarded || !existsSync28(ws.worktree) && !existsSync28(ws.gitDir)) return "";
+    if (!ws || w.discarded || !existsSync29(ws.worktree) && !existsSync29(ws.gitDir)) return "";
     return fullDiff(ws, w.verdict?.commit ?? void 0);
   }
   /**
@@ -92941,7 +93287,7 @@ var WorkspaceLifecycle = class {
   discards = /* @__PURE__ */ new Map();
   async discardNow(workerId, by) {
     const ws = this.reg.workspaceOf(this.reg.get(workerId));
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path62.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path63.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     if (ws) this.dropGradedStore(ws.repo);
@@ -92957,7 +93303,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isAtRest(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path62.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path63.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
       this.dropGradedStore(ws.repo);
       if (w.merged) void this.reg.deleteSession(workerId).catch(() => void 0);
@@ -92973,9 +93319,9 @@ var WorkspaceLifecycle = class {
   dropGradedStore(repo) {
     const workers = this.reg.list();
     if (workers.some((w) => !isAtRest(w.state))) return;
-    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync28(this.reg.engineGitDir(w.id)))) return;
+    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync29(this.reg.engineGitDir(w.id)))) return;
     try {
-      dropGradedStore(path62.dirname(this.reg.engineGitDir("w")), repo);
+      dropGradedStore(path63.dirname(this.reg.engineGitDir("w")), repo);
     } catch (err) {
       this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${err.message}`);
     }
@@ -92992,7 +93338,7 @@ var WorkspaceLifecycle = class {
       if (!isAtRest(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
       const ws = this.reg.workspaceOf(w);
-      if (!ws || !existsSync28(ws.worktree) && !existsSync28(ws.gitDir)) continue;
+      if (!ws || !existsSync29(ws.worktree) && !existsSync29(ws.gitDir)) continue;
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
@@ -93055,8 +93401,8 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 
 // engine/workers/open.ts
 import { execFileSync as execFileSync5 } from "node:child_process";
-import { existsSync as existsSync29, lstatSync as lstatSync10, readdirSync as readdirSync13, realpathSync as realpathSync8, statSync as statSync19 } from "node:fs";
-import path63 from "node:path";
+import { existsSync as existsSync30, lstatSync as lstatSync10, readdirSync as readdirSync13, realpathSync as realpathSync8, statSync as statSync19 } from "node:fs";
+import path64 from "node:path";
 var QUIET_GIT_KEYS = [
   /^core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath)$/,
   /^extensions\.objectformat$/,
@@ -93070,7 +93416,7 @@ var quotedSome = (names) => names.slice(0, 12).map((n2) => JSON.stringify(n2)).j
 function gitRunsIn(worktree) {
   const found = [];
   const repo = (dir, rel) => {
-    const dotGit = path63.join(dir, ".git");
+    const dotGit = path64.join(dir, ".git");
     let st;
     try {
       st = lstatSync10(dotGit);
@@ -93082,9 +93428,9 @@ function gitRunsIn(worktree) {
       found.push(`${at}.git is ${st.isSymbolicLink() ? "a symlink" : "a file"} naming another repository, whose settings git would use`);
       return;
     }
-    for (const f of ["commondir", "config.worktree"]) if (existsSync29(path63.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
+    for (const f of ["commondir", "config.worktree"]) if (existsSync30(path64.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
     let keys = [];
-    const config3 = path63.join(dotGit, "config");
+    const config3 = path64.join(dotGit, "config");
     let configKind = "none";
     try {
       configKind = lstatSync10(config3).isFile() ? "file" : "other";
@@ -93111,7 +93457,7 @@ function gitRunsIn(worktree) {
     if (loud.length) found.push(`${at}.git/config sets ${quotedSome(loud)}`);
     let hooks = [];
     try {
-      hooks = readdirSync13(path63.join(dotGit, "hooks"));
+      hooks = readdirSync13(path64.join(dotGit, "hooks"));
     } catch {
     }
     if (hooks.length) found.push(`${at}.git/hooks holds ${quotedSome(hooks)}`);
@@ -93131,7 +93477,7 @@ function gitRunsIn(worktree) {
         if (rel) repo(dir, rel);
         continue;
       }
-      if (e.isDirectory()) walk(path63.join(dir, e.name), rel ? `${rel}/${e.name}` : e.name);
+      if (e.isDirectory()) walk(path64.join(dir, e.name), rel ? `${rel}/${e.name}` : e.name);
     }
   };
   walk(worktree, "");
@@ -93148,16 +93494,16 @@ function workspaceToOpen(w, workspacesRoot) {
   } catch {
     throw new InputError(`worker ${w.id}'s workspace is gone from disk (pruned or removed)`, "conflict");
   }
-  const rel = path63.relative(root2, real2);
-  const parts = rel.split(path63.sep);
-  if (path63.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
+  const rel = path64.relative(root2, real2);
+  const parts = rel.split(path64.sep);
+  if (path64.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
     throw new InputError(`worker ${w.id}'s workspace is not where the engine keeps workspaces: refused`, "conflict");
   if (!statSync19(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
   return { workerId: w.id, path: real2, gitRuns: gitRunsIn(real2) };
 }
 
 // engine/registry/registry.ts
-import path64 from "node:path";
+import path65 from "node:path";
 
 // shared/worker-machine.ts
 var WorkerTransition = external_exports.enum([
@@ -93416,10 +93762,15 @@ var WorkerRegistry = class {
   transient(event) {
     this.opts.bus.publish(event);
   }
-  notice(level, text) {
+  /**
+   * A notice to every client. `engineWords`: the text is the engine's own words and names alone (text from elsewhere,
+   * a model's or opencode's, JSON-quoted in it), so a client shows its code spans as code; never for a text that holds
+   * an error's or a worker's words as they came.
+   */
+  notice(level, text, o2 = {}) {
     const message = redactUrlCredentials(text);
     this.opts.log(`[${level}] ${message}`);
-    this.transient({ type: "notice", level, message, ts: Date.now() });
+    this.transient({ type: "notice", level, message, ...o2.engineWords ? { engineWords: true } : {}, ts: Date.now() });
   }
   /** The worker's live run (worker-run.ts): made on first use, one per worker. */
   rt(id3) {
@@ -93472,13 +93823,13 @@ var WorkerRegistry = class {
     }
   }
   /** Moves a worker by the transition table; an illegal move is logged and not applied. Returns whether it moved. */
-  fire(workerId, t2, reason) {
-    const { moved, error: error46 } = this.changeState(workerId, t2, reason);
+  fire(workerId, t2, reason, o2 = {}) {
+    const { moved, error: error46 } = this.changeState(workerId, t2, reason, o2);
     if (error46) this.notice("error", error46.message);
     return moved;
   }
   /** fire() for a caller that reports a failed append itself (it comes back as `error`, not as a notice). */
-  changeState(workerId, t2, reason) {
+  changeState(workerId, t2, reason, o2 = {}) {
     const w = this.workers.get(workerId);
     if (!w) return { moved: false };
     const state = nextState(w.state, t2);
@@ -93488,7 +93839,12 @@ var WorkerRegistry = class {
     }
     if (state === w.state) return { moved: false };
     try {
-      this.record(workerId, { type: "worker.state", state, ...reason ? { reason: redactUrlCredentials(reason) } : {} });
+      this.record(workerId, {
+        type: "worker.state",
+        state,
+        ...reason ? { reason: redactUrlCredentials(reason) } : {},
+        ...state === "stopped" ? { lostTo: o2.lostTo ?? null } : {}
+      });
     } catch (err) {
       return { moved: false, error: err };
     }
@@ -93502,10 +93858,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path64.relative(w.repo, w.spec.directory);
+    const sub = path65.relative(w.repo, w.spec.directory);
     const ws = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path64.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path65.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -93517,14 +93873,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path64.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path65.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path64.join(this.opts.stateDir, "workspaces");
+    return path65.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path64.join(this.opts.stateDir, "tmp");
+    return path65.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode port of a worker and the folder its session runs in (null when its server is not up). */
   portOf(workerId) {
@@ -93607,7 +93963,7 @@ var InstanceReleaser = class {
 };
 
 // engine/workers/settle.ts
-import path65 from "node:path";
+import path66 from "node:path";
 var BASELINES_AT_ONCE = 2;
 var Settler = class {
   constructor(opts) {
@@ -93690,8 +94046,8 @@ var Settler = class {
       () => baselineChecks({
         workspace: ws,
         checks: w.spec.checks,
-        checkoutDir: path65.join(stateDir2, "grading", `${workerId}.base`),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path65.join(stateDir2, "grading", `${workerId}.base.tmp`) }
+        checkoutDir: path66.join(stateDir2, "grading", `${workerId}.base`),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path66.join(stateDir2, "grading", `${workerId}.base.tmp`) }
       })
     ).then((baseline) => {
       this.reg.safeRecord(workerId, { type: "worker.baseline", baseline });
@@ -93755,13 +94111,13 @@ var Settler = class {
         previousCommit,
         checkConfigFrom: w.startFrom ? this.opts.checkConfigFrom?.(workerId) ?? null : null,
         title: workerTitle(w.spec),
-        checkoutDir: path65.join(stateDir2, "grading", workerId),
+        checkoutDir: path66.join(stateDir2, "grading", workerId),
         // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
         sandbox: sandbox.kind === "none" ? void 0 : {
           kind: sandbox.kind,
           stateDir: stateDir2,
-          tmpDir: path65.join(stateDir2, "grading", `${workerId}.tmp`),
-          mountAs: { root: ws.worktree, tmp: path65.join(reg.workerTmpRoot, workerId) }
+          tmpDir: path66.join(stateDir2, "grading", `${workerId}.tmp`),
+          mountAs: { root: ws.worktree, tmp: path66.join(reg.workerTmpRoot, workerId) }
         }
       });
       if (reg.get(workerId).state !== "grading") return;
@@ -93771,28 +94127,9 @@ var Settler = class {
     } catch (err) {
       if (reg.get(workerId).state !== "grading") return;
       const why = `grading failed ${quoteUntrusted(err.message, "its error, which may name the worker's files", 800)}`;
-      const { claim, reason } = parseClaim(finalText);
+      const verdict = ungradedVerdict(finalText, ws, { checks: [], scope: { passed: false, violations: [], changedFiles: [] }, reason: why });
       try {
-        reg.record(workerId, {
-          type: "verdict",
-          verdict: {
-            verdict: "honest-failure",
-            claim,
-            claimReason: reason,
-            honest: claim === "honest-failure",
-            checks: [],
-            scope: { passed: false, violations: [], changedFiles: [] },
-            gradedAt: Date.now(),
-            branch: ws.branch,
-            worktree: ws.worktree,
-            commit: null,
-            diffStat: "",
-            mergeHint: null,
-            reason: why,
-            weakEvidence: false,
-            sincePrevious: null
-          }
-        });
+        reg.record(workerId, { type: "verdict", verdict });
       } catch {
       }
       reg.fire(workerId, "fail-run", why);
@@ -93812,18 +94149,18 @@ var Settler = class {
 };
 function summarizeFailure(v) {
   if (v.reason) return v.reason;
-  const failed = v.checks.filter((c3) => !c3.passed).map((c3) => `check failed: ${c3.name}`);
-  const violations = v.scope.violations.length ? [`scope ${quoteUntrustedList(v.scope.violations, "violations naming the worker's files", { shown: Math.max(1, 5 - failed.length) })}`] : [];
-  return [...failed.slice(0, 5), ...violations].slice(0, 5).join("; ");
+  const failed2 = v.checks.filter((c3) => !c3.passed).map((c3) => `check failed: ${c3.name}`);
+  const violations = v.scope.violations.length ? [`scope ${quoteUntrustedList(v.scope.violations, "violations naming the worker's files", { shown: Math.max(1, 5 - failed2.length) })}`] : [];
+  return [...failed2.slice(0, 5), ...violations].slice(0, 5).join("; ");
 }
 
 // engine/workers/batch-names.ts
-import path66 from "node:path";
+import path67 from "node:path";
 var BatchNames = class {
   file;
   names;
   constructor(stateDir2, log) {
-    this.file = path66.join(stateDir2, "batch-names.json");
+    this.file = path67.join(stateDir2, "batch-names.json");
     try {
       const v = readJson(this.file, {});
       this.names = v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, n2]) => typeof n2 === "string")) : {};
@@ -93849,7 +94186,7 @@ var BatchNames = class {
 };
 
 // engine/workers/search.ts
-import { closeSync as closeSync7, existsSync as existsSync30, openSync as openSync7, readSync as readSync3, statSync as statSync20 } from "node:fs";
+import { closeSync as closeSync7, existsSync as existsSync31, openSync as openSync7, readSync as readSync3, statSync as statSync20 } from "node:fs";
 var PER_LOG_BYTES = 8 * 1024 * 1024;
 var TOTAL_BYTES = 96 * 1024 * 1024;
 var SNIPPET = 70;
@@ -93928,10 +94265,10 @@ function searchTranscripts(src, query, limit) {
       }
     };
     const file3 = src.logFile(w.id);
-    if (existsSync30(file3)) {
-      const { text, cut } = readHead2(file3, Math.min(PER_LOG_BYTES, budget2));
+    if (existsSync31(file3)) {
+      const { text, cut: cut2 } = readHead2(file3, Math.min(PER_LOG_BYTES, budget2));
       budget2 -= Buffer.byteLength(text);
-      if (cut) truncated = true;
+      if (cut2) truncated = true;
       scanned++;
       for (const line of text.split("\n")) {
         for (const t2 of textsOf(line)) look(t2.where, t2.text);
@@ -93945,17 +94282,17 @@ function searchTranscripts(src, query, limit) {
 }
 
 // engine/workers/batches.ts
-import { existsSync as existsSync31, mkdirSync as mkdirSync24, readdirSync as readdirSync14 } from "node:fs";
-import path67 from "node:path";
+import { existsSync as existsSync32, mkdirSync as mkdirSync24, readdirSync as readdirSync14 } from "node:fs";
+import path68 from "node:path";
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
-    this.dir = path67.join(opts.stateDir, "batches");
-    if (existsSync31(this.dir)) {
+    this.dir = path68.join(opts.stateDir, "batches");
+    if (existsSync32(this.dir)) {
       for (const f of readdirSync14(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
-          const r = readJson(path67.join(this.dir, f), null);
+          const r = readJson(path68.join(this.dir, f), null);
           if (r?.id) this.records.set(r.id, r.integration?.state === "running" ? { ...r, integration: { ...r.integration, state: "waiting" } } : r);
         } catch (err) {
           opts.log(`[warn] batch record ${f}: ${err.message}`);
@@ -94012,7 +94349,7 @@ var Batches = class {
     this.save(record2);
   }
   save(r) {
-    writeJsonAtomic(path67.join(this.dir, `${r.id}.json`), r);
+    writeJsonAtomic(path68.join(this.dir, `${r.id}.json`), r);
   }
   /** A worker came to rest: its batch may start the tasks that come after it, skip some, or run its integration. */
   onAtRest(workerId) {
@@ -94054,10 +94391,10 @@ var Batches = class {
           continue;
         }
         if (workers.some((w) => !w || !isAtRest(w.state))) continue;
-        const failed = deps.find((_d, i2) => workers[i2].state !== "built" || !workers[i2].verdict?.commit || workers[i2].discarded);
-        if (failed) {
-          const w = this.opts.get(failed.workerId);
-          t2.skipped = `it comes after ${failed.id}, which was not built (${w.discarded ? "discarded" : w.state === "honest-failure" ? "failed" : w.state})`;
+        const failed2 = deps.find((_d, i2) => workers[i2].state !== "built" || !workers[i2].verdict?.commit || workers[i2].discarded);
+        if (failed2) {
+          const w = this.opts.get(failed2.workerId);
+          t2.skipped = `it comes after ${failed2.id}, which was not built (${w.discarded ? "discarded" : w.state === "honest-failure" ? "failed" : w.state})`;
           t2.waitsOnDependency = true;
           progress2 = moved = true;
           continue;
@@ -94103,7 +94440,7 @@ var Batches = class {
    * repository before they are landed), and what combining them writes goes there too.
    */
   graded(repo) {
-    return gradedStore(path67.join(this.opts.stateDir, "repos"), repo);
+    return gradedStore(path68.join(this.opts.stateDir, "repos"), repo);
   }
   /** The batch's built workers and their latest graded commits, in task order. */
   builtOf(r) {
@@ -94176,9 +94513,9 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
         } else {
           result2.commit = c3.commit;
           result2.checks = await this.runIntegrationChecks(r, c3.commit, spec2.checks);
-          const failed = result2.checks.filter((x) => !x.passed);
-          result2.passed = !failed.length;
-          if (failed.length) result2.reason = `integration check failed: ${failed.map((x) => x.name).join(", ")}`;
+          const failed2 = result2.checks.filter((x) => !x.passed);
+          result2.passed = !failed2.length;
+          if (failed2.length) result2.reason = `integration check failed: ${failed2.map((x) => x.name).join(", ")}`;
         }
       }
     } catch (err) {
@@ -94192,7 +94529,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
   /** A fresh checkout of the combined commit (no filter, no hook, no config of anyone's), the checks run in the sandbox. */
   async runIntegrationChecks(r, commit, checks) {
-    const root2 = path67.join(this.opts.stateDir, "grading", `${r.id}.integration`);
+    const root2 = path68.join(this.opts.stateDir, "grading", `${r.id}.integration`);
     const tmpDir = `${root2}.tmp`;
     discard(root2);
     discard(tmpDir);
@@ -94200,7 +94537,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
     mkdirSync24(tmpDir, { recursive: true });
     try {
       const objects = await this.graded(r.repo);
-      const gitDir = path67.join(this.opts.stateDir, "batches", `${r.id}.git`);
+      const gitDir = path68.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
         env: {
@@ -94277,7 +94614,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
 };
 function subdirOf(root2, dir) {
-  const rel = path67.relative(root2, dir);
+  const rel = path68.relative(root2, dir);
   return rel.startsWith("..") ? "" : rel;
 }
 var CHECK_OUT = `set -eu
@@ -94334,7 +94671,7 @@ var Attempts = class {
     for (const other of this.deps.list()) {
       if (other.id === w.id || other.attempt?.groupId !== w.attempt.groupId) continue;
       if (other.state !== "queued" && !isActive(other.state)) continue;
-      this.deps.stop(other.id, stoppedForWinnerReason(w.id), { kind: "engine", name: "attempts" }).catch((err) => this.deps.log(`[warn] attempt ${other.id} was not stopped: ${err.message}`));
+      this.deps.stop(other.id, stoppedForWinnerReason(w.id), { kind: "engine", name: "attempts" }, { lostTo: w.id }).catch((err) => this.deps.log(`[warn] attempt ${other.id} was not stopped: ${err.message}`));
     }
   }
 };
@@ -94345,8 +94682,8 @@ var LONG_RETRY_WAIT_MS = 12e4;
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path68.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path68.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path69.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path69.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
@@ -94421,7 +94758,7 @@ var Engine = class {
     this.attempts = new Attempts({
       list: () => this.list(),
       get: (id3) => this.get(id3),
-      stop: (id3, reason, by) => this.stop(id3, reason, by),
+      stop: (id3, reason, by, facts) => this.stop(id3, reason, by, facts),
       log: (l) => this.log(l)
     });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config2().OCW_RETENTION_DAYS);
@@ -94462,7 +94799,7 @@ var Engine = class {
     });
     setTimeout(() => {
       void this.housekeep(Date.now());
-      void sweepDiscarded(path68.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path69.join(opts.stateDir, "grading"));
     }, 5e3).unref();
     const clock = opts.clock ?? realClock;
     this.housekeeping = clock.setInterval(() => void this.housekeep(clock.now()), HOUSEKEEPING_MS);
@@ -94578,7 +94915,7 @@ var Engine = class {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
       void this.settler.baseline(workerId, {
         worktree,
-        cwd: path68.join(worktree, repo.subdir),
+        cwd: path69.join(worktree, repo.subdir),
         branch: `ocw/${workerId}`,
         baseCommit: repo.head,
         baseBranch: repo.branch,
@@ -94778,7 +95115,7 @@ var Engine = class {
     const res = await c3.port.prompt({ sessionID: w.sessionId, directory: c3.directory, agent: WORKER_AGENT, model, text: steerPrompt(body) });
     if (!res.ok && res.kind === "status") throw new Error(`opencode refused the steer (HTTP ${res.status})`);
   }
-  async stop(workerId, reason = "stopped by request", by = { kind: "person" }) {
+  async stop(workerId, reason = "stopped by request", by = { kind: "person" }, facts = {}) {
     const w = this.get(workerId);
     if (isAtRest(w.state)) return w;
     const was = this.reg.rt(workerId).activity;
@@ -94793,10 +95130,10 @@ var Engine = class {
       throw new Error(`worker ${workerId} was not stopped: ${err.message}`);
     }
     await this.reg.abortSession(workerId);
-    const { error: failed } = this.reg.changeState(workerId, "stop", reason);
-    if (failed) {
+    const { error: failed2 } = this.reg.changeState(workerId, "stop", reason, facts);
+    if (failed2) {
       if (idx >= 0) this.queue.splice(idx, 0, workerId);
-      throw new Error(`the stop of worker ${workerId} could not be recorded (it still shows ${this.get(workerId).state}; stop it again): ${failed.message}`);
+      throw new Error(`the stop of worker ${workerId} could not be recorded (it still shows ${this.get(workerId).state}; stop it again): ${failed2.message}`);
     }
     return this.get(workerId);
   }
@@ -95066,7 +95403,7 @@ var Engine = class {
       const winner = this.attempts.winnerBeforeStart(w);
       if (winner) {
         this.queue.splice(i2, 1);
-        this.reg.fire(id3, "stop", stoppedForWinnerReason(winner));
+        this.reg.fire(id3, "stop", stoppedForWinnerReason(winner), { lostTo: winner });
         continue;
       }
       const admitted = this.pools.admit(w, target);
@@ -95104,11 +95441,11 @@ var Engine = class {
     rt.admitted();
     let ws = this.reg.workspaceOf(w);
     let made2 = false;
-    if (!ws || !existsSync32(ws.worktree)) {
+    if (!ws || !existsSync33(ws.worktree)) {
       const found = rt.repo ?? await inspectRepo(w.spec.directory);
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
-      made2 = !existsSync32(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
-      const importFrom = w.startFrom ? await gradedStore(path68.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
+      made2 = !existsSync33(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
+      const importFrom = w.startFrom ? await gradedStore(path69.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
       rt.setWorkspace(ws);
       prepareGrading(ws);
@@ -95125,7 +95462,7 @@ var Engine = class {
       await moveOntoMirror(this.reg.workspacesRoot, ws).catch((err) => this.log(`worker ${workerId}: its object mirror: ${err.message}`));
     }
     if (this.sandbox.kind !== "none")
-      await writeRepoBinds(path68.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
+      await writeRepoBinds(path69.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
     const baselined = made2 ? this.settler.baselineAtCreation(workerId, ws) : void 0;
     if (!made2 && !this.get(workerId).baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
@@ -95188,7 +95525,8 @@ var Engine = class {
     if (w.targetId && !this.pools.heldUntil(w.targetId))
       this.reg.notice(
         "warn",
-        `target ${w.targetId}: the model API asks to wait until ${until} (opencode: ${message.slice(0, 200)}): its workers start again then; resuming one of them tries now`
+        `target ${w.targetId}: the model API asks to wait until ${until} (${labelledUntrusted(message, "opencode's words", 200)}): its workers start again then; resuming one of them (\`ocw resume ${workerId}\`) tries now`,
+        { engineWords: true }
       );
     if (w.targetId) this.pools.hold(w.targetId, next, message);
     this.reg.begin(workerId, "stopping");
@@ -95245,11 +95583,21 @@ async function retryWorker(engine, workerId) {
   if (!["honest-failure", "stopped", "interrupted", "error"].includes(w.state)) {
     throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then retry it`, "conflict");
   }
+  refuseIfAttemptMerged(engine, w.id, "retried");
   const { workerId: id3 } = await engine.start(
     { ...w.spec, ...w.targetId ? { targetId: w.targetId } : {} },
     { retryOf: w.id, ...w.batchId ? { batchId: w.batchId } : {} }
   );
   return { workerId: id3, retryOf: workerId };
+}
+function refuseIfAttemptMerged(engine, workerId, verb) {
+  const sib = mergedSibling(engine.get(workerId), engine.list());
+  if (sib?.merged)
+    throw new OcwError(
+      "conflict",
+      `worker ${workerId} is not ${verb}: another attempt at its task, ${sib.id}, was merged into ${sib.merged.into} (${sib.merged.commit.slice(0, 12)}), so the task is done. To do it again all the same, revert that merge first (\`ocw revert ${sib.id}\`), then ${verb === "retried" ? "retry" : "rebase"} ${workerId}`,
+      { kind: "attempt-merged", data: { workerId, merged: sib.id, into: sib.merged.into, commit: sib.merged.commit } }
+    );
 }
 var merging = /* @__PURE__ */ new Set();
 async function mergeBatch(engine, batchId, opts = {}) {
@@ -95391,24 +95739,32 @@ async function continueOnNewBase(engine, workerId) {
     throw new InputError(`worker ${workerId} is ${w.state}: only a built worker is continued on a new base (retry the others)`, "conflict");
   if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into}`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue`, "conflict");
+  refuseIfAttemptMerged(engine, workerId, "continued on the new base");
   const head = w.baseBranch ? await git(w.repo, ["rev-parse", "-q", "--verify", `refs/heads/${w.baseBranch}`], { allowFail: true }) : "";
   if (!head) throw new InputError(`worker ${workerId}'s base branch ${w.baseBranch ?? "(detached)"} is gone: delegate the task again by hand`, "conflict");
   const m = await mergeTrees(w.repo, head, w.verdict.commit, void 0, await engine.batches.graded(w.repo));
   const files = "conflict" in m ? m.conflict : [];
-  const note = files.length ? `
+  if ("tree" in m)
+    throw new OcwError(
+      "conflict",
+      `worker ${workerId} merges cleanly into ${w.baseBranch} as it is now: merge it (ocw merge ${workerId}); its task need not run again`,
+      {
+        kind: "merges-cleanly",
+        data: { workerId, into: w.baseBranch ?? null }
+      }
+    );
+  const note = `
 
-Note from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${quoteUntrustedList(files, "file names from its change")}, which changed since. Do the task on the code as it is now.` : `
-
-Note from the engine: ${w.baseBranch} moved since an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}). Do the task on the code as it is now.`;
+Note from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${quoteUntrustedList(files, "file names from its change")}, which changed since. Do the task on the code as it is now.`;
   const { workerId: id3 } = await engine.start({ ...w.spec, task: w.spec.task + note, ...w.targetId ? { targetId: w.targetId } : {} });
   return { workerId: id3, retryOf: workerId, files };
 }
 
 // engine/workers/listing.ts
 import { realpathSync as realpathSync9 } from "node:fs";
-import path69 from "node:path";
+import path70 from "node:path";
 function listWorkers(all, f) {
-  let repo = f.repo ? path69.resolve(f.repo) : null;
+  let repo = f.repo ? path70.resolve(f.repo) : null;
   if (repo) {
     try {
       repo = realpathSync9(repo);
@@ -95416,13 +95772,13 @@ function listWorkers(all, f) {
     }
   }
   return all.filter(
-    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path69.sep) || w.spec.directory === repo)
+    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path70.sep) || w.spec.directory === repo)
   );
 }
 
 // engine/workers/push.ts
 import { accessSync as accessSync3, constants as constants8 } from "node:fs";
-import path70 from "node:path";
+import path71 from "node:path";
 async function pushWork(engine, input2) {
   try {
     const r = await pushUnredacted(engine, input2);
@@ -95561,9 +95917,9 @@ function pushRefusal(push, remote, branch, what) {
   return new InputError(`the push to ${remote} failed: ${gitComplaint(push)} (${kept}): fix that, then push again`, "unavailable");
 }
 function findOnPath3(name) {
-  for (const dir of (process.env.PATH ?? "").split(path70.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path71.delimiter)) {
     if (!dir) continue;
-    const f = path70.join(dir, name);
+    const f = path71.join(dir, name);
     try {
       accessSync3(f, constants8.X_OK);
       return f;
@@ -95661,9 +96017,9 @@ function batchCard(batchId, res, workers) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes16, timingSafeEqual as timingSafeEqual3 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync34, statSync as statSync21 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync35, statSync as statSync21 } from "node:fs";
 import http5 from "node:http";
-import path73 from "node:path";
+import path74 from "node:path";
 
 // node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
 import { IncomingMessage } from "node:http";
@@ -95898,28 +96254,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path78) => {
-  path78 = path78.startsWith("/") ? path78.slice(1) : path78;
-  path78 = path78.endsWith("/") ? path78.slice(0, -1) : path78;
-  return path78;
+var trimSlashes = (path79) => {
+  path79 = path79.startsWith("/") ? path79.slice(1) : path79;
+  path79 = path79.endsWith("/") ? path79.slice(0, -1) : path79;
+  return path79;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path78 = "";
+    let path79 = "";
     run(async () => {
       const url2 = createURL(req);
-      path78 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path79 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread22(_objectSpread22({}, opts), {}, {
         req,
         res,
-        path: path78
+        path: path79
       }));
     }).catch(internal_exceptionHandler(_objectSpread22({
       req,
       res,
-      path: path78
+      path: path79
     }, opts)));
   };
 }
@@ -95928,8 +96284,8 @@ function createHTTPHandler(opts) {
 }
 
 // engine/api/router.ts
-import { existsSync as existsSync33, readdirSync as readdirSync15, readFileSync as readFileSync23 } from "node:fs";
-import path72 from "node:path";
+import { existsSync as existsSync34, readdirSync as readdirSync15, readFileSync as readFileSync24 } from "node:fs";
+import path73 from "node:path";
 
 // shared/ledger.ts
 var LedgerRow = external_exports.object({
@@ -96066,6 +96422,7 @@ async function waitForNews(src, input2, opts = {}) {
     if (ws.every((w) => isAtRest(w.state))) return "settled";
     if (news() > 0) return "news";
     if (input2.untilGone && !ws.some((w) => pendingAsks(w).some((a2) => a2.id === input2.untilGone))) return "news";
+    if (input2.blocked && ws.every((w) => isAtRest(w.state) || w.state === "waiting-approval" && pendingAsks(w).length > 0)) return "blocked";
     return null;
   };
   const moving = () => ids2.some((id3) => {
@@ -96216,7 +96573,7 @@ async function targetsWithEndpoints(store, live = null) {
 
 // engine/api/ladder.ts
 import { mkdirSync as mkdirSync25 } from "node:fs";
-import path71 from "node:path";
+import path72 from "node:path";
 var LadderStartInput = external_exports.object({ targetId: external_exports.string().min(1).max(200), samples: external_exports.number().int().min(1).max(12) });
 var LadderFinishInput = LadderStartInput.extend({ workerIds: external_exports.array(external_exports.string().min(1).max(200)).max(LADDER.length * 12) });
 function targetOf(engine, id3) {
@@ -96226,11 +96583,11 @@ function targetOf(engine, id3) {
 }
 async function ladderStart(engine, i2) {
   const target = targetOf(engine, i2.targetId);
-  const runDir = path71.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path72.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: i2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path71.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path72.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -96249,9 +96606,9 @@ function ladderFinish(engine, i2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], engine.get(id3)]);
   });
   const grade2 = summarizeLadder(target, i2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path71.join(projectRoot(), "packs");
-  const file3 = path71.join(packs, targetSlug(target), "grade.json");
-  mkdirSync25(path71.dirname(file3), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path72.join(projectRoot(), "packs");
+  const file3 = path72.join(packs, targetSlug(target), "grade.json");
+  mkdirSync25(path72.dirname(file3), { recursive: true });
   writeJsonAtomic(file3, grade2, 420);
   return { grade: grade2, file: file3 };
 }
@@ -96288,12 +96645,12 @@ async function removeUnusedAdhoc(engine, removeOne) {
   return { removed, kept };
 }
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path72.join(projectRoot(), "packs");
-  if (!existsSync33(dir)) return [];
+  const dir = config2().OCW_PACKS_DIR ?? path73.join(projectRoot(), "packs");
+  if (!existsSync34(dir)) return [];
   return readdirSync15(dir, { withFileTypes: true }).flatMap((d) => {
-    const file3 = path72.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync33(file3)) return [];
-    const g2 = Grade.safeParse(JSON.parse(readFileSync23(file3, "utf8")));
+    const file3 = path73.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync34(file3)) return [];
+    const g2 = Grade.safeParse(JSON.parse(readFileSync24(file3, "utf8")));
     return g2.success ? [g2.data] : [];
   });
 }
@@ -96831,7 +97188,7 @@ async function startApiServer(opts) {
           "missing or wrong token: send `authorization: Bearer <token>` with the token from the engine lock file (ocw serve prints a URL with it)"
         );
       if (url2.pathname === HEALTH_PATH) {
-        const body = { ok: true, pid: process.pid, instanceId: opts.instanceId };
+        const body = { ok: true, pid: process.pid, instanceId: opts.instanceId, ...opts.build ? { build: opts.build } : {} };
         res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });
         return res.end(JSON.stringify(body));
       }
@@ -96889,17 +97246,17 @@ ${body}`);
 var NO_UI = { missing: "The opencode-worker engine is running, but its browser UI is missing." };
 function serveStatic(ui, pathname, res) {
   const dir = ui.dir;
-  if (!dir || !existsSync34(path73.join(dir, "index.html"))) {
+  if (!dir || !existsSync35(path74.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end(`${ui.missing ?? NO_UI.missing}
 `);
     return;
   }
-  const rel = path73.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file3 = path73.join(dir, rel);
-  if (!file3.startsWith(dir + path73.sep) || !existsSync34(file3) || statSync21(file3).isDirectory()) file3 = path73.join(dir, "index.html");
+  const rel = path74.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file3 = path74.join(dir, rel);
+  if (!file3.startsWith(dir + path74.sep) || !existsSync35(file3) || statSync21(file3).isDirectory()) file3 = path74.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path73.extname(file3)] ?? "application/octet-stream",
+    "content-type": MIME[path74.extname(file3)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -96910,6 +97267,7 @@ function serveStatic(ui, pathname, res) {
 }
 
 // engine/api/host.ts
+import { fileURLToPath as fileURLToPath4 } from "node:url";
 function stopRequester(by) {
   if (by.kind === "cli") return by.name === "ocw stop" ? "`ocw stop`" : "a stop request from another ocw command";
   if (by.kind === "mcp") return "a stop request from an MCP client";
@@ -96949,6 +97307,8 @@ async function hostEngine(opts) {
     engine,
     version: VERSION,
     instanceId,
+    // This very bundle's release and hash (host.ts runs only in the bundle: dist/ocw.mjs)
+    build: buildOf(fileURLToPath4(import.meta.url)),
     browserUi: () => browserUi(),
     shutdown: (by) => void close(stopRequester(by)).then(() => {
       opts.onStopped?.(by);
@@ -97093,7 +97453,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path74.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path75.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -97258,8 +97618,8 @@ function grantWords(g2, worktree) {
 }
 
 // engine/commands/workers.ts
-import { existsSync as existsSync35 } from "node:fs";
-import path75 from "node:path";
+import { existsSync as existsSync36 } from "node:fs";
+import path76 from "node:path";
 var client = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
 var stateWord = (s) => s === "honest-failure" ? "failed" : s;
@@ -97300,11 +97660,11 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path75.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path76.resolve(o2.repo) } : {}
       });
       if (!ws.length && o2.batch) await c3.workers.batch.query({ batchId: o2.batch });
-      if (!ws.length && o2.repo && !existsSync35(path75.resolve(o2.repo)))
-        throw new CliError(`no folder ${path75.resolve(o2.repo)} here: give --repo the repository's folder, as \`ocw run --dir\` took it`);
+      if (!ws.length && o2.repo && !existsSync36(path76.resolve(o2.repo)))
+        throw new CliError(`no folder ${path76.resolve(o2.repo)} here: give --repo the repository's folder, as \`ocw run --dir\` took it`);
       if (o2.json) return console.log(jsonForTerminal(ws));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
       const names = ws.some((w) => w.batchId) ? await c3.workers.batchNames.query().catch(() => ({})) : {};
@@ -97440,7 +97800,7 @@ ${startedHint(r.workerId)}`
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client("prune")).workers.prune.mutate({ directory: path75.resolve(o2.dir ?? ".") });
+      const r = await (await client("prune")).workers.prune.mutate({ directory: path76.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(jsonForTerminal(r));
       const shown = (text) => showUntrusted(text, { lines: false });
       for (const d of r.deleted) console.log(`deleted ${shown(d.branch)} (was ${d.commit.slice(0, 12)})`);
@@ -97725,8 +98085,8 @@ ${startedHint(r.workerId)}`);
 
 // engine/commands/claude.ts
 import { execFileSync as execFileSync6, spawn as spawn9 } from "node:child_process";
-import { chmodSync as chmodSync5, closeSync as closeSync8, existsSync as existsSync36, openSync as openSync8, readFileSync as readFileSync24, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
-import path76 from "node:path";
+import { chmodSync as chmodSync5, closeSync as closeSync8, existsSync as existsSync37, openSync as openSync8, readFileSync as readFileSync25, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
+import path77 from "node:path";
 var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
 function guiLauncher(dir, lock2) {
   const target = `http://127.0.0.1:${lock2.port}/#token=${encodeURIComponent(lock2.token)}`;
@@ -97736,7 +98096,7 @@ function guiLauncher(dir, lock2) {
 <script>location.replace(${JSON.stringify(target).replace(/</g, "\\u003c")})</script>
 <p><a href="${attr}">Open the opencode-worker dashboard</a></p>
 `;
-  const file3 = path76.join(dir, "gui.html");
+  const file3 = path77.join(dir, "gui.html");
   const tmp = `${file3}.${process.pid}.tmp`;
   writeFileSync16(tmp, html, { mode: 384 });
   chmodSync5(tmp, 384);
@@ -97745,16 +98105,16 @@ function guiLauncher(dir, lock2) {
 }
 function repoRootOf(dir) {
   try {
-    return path76.resolve(
+    return path77.resolve(
       execFileSync6("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path76.resolve(dir);
+    return path77.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path76.resolve(w.spec.directory);
-  return path76.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path76.sep);
+  const d = path77.resolve(w.spec.directory);
+  return path77.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path77.sep);
 };
 async function runningEngine() {
   const lock2 = readLock(stateDir());
@@ -97870,10 +98230,10 @@ async function snapshot(client2, ids2, load2) {
   return Promise.all(ids2.map((id3) => client2.workers.get.query({ workerId: id3 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path76.isAbsolute(what)) return what;
-  const root2 = path76.resolve(worktree);
-  const abs = path76.resolve(what);
-  return abs.startsWith(root2 + path76.sep) ? path76.relative(root2, abs).split(path76.sep).join("/") : what;
+  if (!worktree || !path77.isAbsolute(what)) return what;
+  const root2 = path77.resolve(worktree);
+  const abs = path77.resolve(what);
+  return abs.startsWith(root2 + path77.sep) ? path77.relative(root2, abs).split(path77.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -97892,10 +98252,10 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path76.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path77.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
-    return JSON.parse(readFileSync24(seenFile(), "utf8"))[root2] ?? 0;
+    return JSON.parse(readFileSync25(seenFile(), "utf8"))[root2] ?? 0;
   } catch {
     return 0;
   }
@@ -97903,7 +98263,7 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync36(seenFile())) all = JSON.parse(readFileSync24(seenFile(), "utf8"));
+    if (existsSync37(seenFile())) all = JSON.parse(readFileSync25(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
@@ -97915,7 +98275,7 @@ function markSeen(root2) {
 function readHookInput() {
   if (process.stdin.isTTY) return {};
   try {
-    const text = readFileSync24(0, "utf8");
+    const text = readFileSync25(0, "utf8");
     return text.trim() ? JSON.parse(text) : {};
   } catch {
     return {};
@@ -97923,7 +98283,7 @@ function readHookInput() {
 }
 async function openBrowser(file3, dir, waitMs = 3e3) {
   const [cmd, args] = process.platform === "darwin" ? ["open", [file3]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", file3]] : ["xdg-open", [file3]];
-  const errFile = path76.join(dir, "gui-open.err");
+  const errFile = path77.join(dir, "gui-open.err");
   let fd = "ignore";
   try {
     fd = openSync8(errFile, "w", 384);
@@ -97942,7 +98302,7 @@ async function openBrowser(file3, dir, waitMs = 3e3) {
     child.unref();
     if (!ended) return null;
     if (ended.error) return ended.error;
-    const said = typeof fd === "number" ? readFileSync24(errFile, "utf8") : "";
+    const said = typeof fd === "number" ? readFileSync25(errFile, "utf8") : "";
     const last2 = said.split("\n").map((l) => l.trim()).filter(Boolean).at(-1);
     if (ended.code !== 0) return `${cmd} exited ${ended.code}${last2 ? `: ${terminalSafe(last2).slice(0, 200)}` : ""}`;
     if (last2 && /no method available|could not|couldn't|failed to|unable to/i.test(said)) return `${cmd}: ${terminalSafe(last2).slice(0, 200)}`;
@@ -97956,8 +98316,8 @@ async function openBrowser(file3, dir, waitMs = 3e3) {
 var noBrowserLine = (why) => `ocw: no browser opened (${why}): open the URL above in a browser by hand`;
 
 // engine/commands/model-setup.ts
-import { existsSync as existsSync37 } from "node:fs";
-import path77 from "node:path";
+import { existsSync as existsSync38 } from "node:fs";
+import path78 from "node:path";
 var NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
 async function startOnEngine(client2, input2, o2) {
   let i2 = input2;
@@ -98124,7 +98484,7 @@ async function runFitPlan(o2, port = enginePort("cli:ocw fit")) {
     if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError2(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
     const out = await port.plan({
       // a file here is named to the engine by its absolute path (the engine's working directory is not this shell's)
-      model: o2.model && existsSync37(o2.model) ? path77.resolve(o2.model) : o2.model,
+      model: o2.model && existsSync38(o2.model) ? path78.resolve(o2.model) : o2.model,
       slots,
       minCtx,
       ctxPerSlot,
@@ -98170,7 +98530,7 @@ function benchSecOf(v) {
 async function runStartCommand(o2, slots, ctx, log, port) {
   const minCtx = int3(o2.minCtx, "--min-ctx", 1024, MAX_CTX_PER_SLOT, " tokens");
   const fromEnv = !o2.llamaServer && o2.runtime === "llama.cpp" && process.env.LLAMA_SERVER ? process.env.LLAMA_SERVER : void 0;
-  if (fromEnv && !existsSync37(fromEnv))
+  if (fromEnv && !existsSync38(fromEnv))
     throw new InputError2(`LLAMA_SERVER (${fromEnv}, from this shell) names no file: fix or unset it, or pass --llama-server PATH`);
   const llamaServer = o2.llamaServer ?? fromEnv;
   if (ctx !== void 0 && ctx < 1024) throw new InputError2(`--ctx must be \u2265 1024 tokens per slot (got ${ctx})`);
@@ -98193,7 +98553,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
     {
       runtime: o2.runtime,
       // a file here is named to the engine by its absolute path (a repo, catalog id or URL as given)
-      model: o2.model && existsSync37(o2.model) ? path77.resolve(o2.model) : o2.model,
+      model: o2.model && existsSync38(o2.model) ? path78.resolve(o2.model) : o2.model,
       slots,
       ctx,
       minCtx,
@@ -98203,7 +98563,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
       // a path on this machine, given to the engine as an absolute one (the engine's checks name it so); without the
       // flag, this shell's LLAMA_SERVER: the engine's own environment is the one it was started with, which may lack it
       // (an engine `ocw doctor` or the app started), and the runtime phase would go to download a release instead
-      ...llamaServer ? { llamaServer: path77.resolve(llamaServer) } : {}
+      ...llamaServer ? { llamaServer: path78.resolve(llamaServer) } : {}
     },
     {
       yes: !!o2.yes,
@@ -98457,7 +98817,7 @@ async function runServingStop(o2 = {}, port = enginePort("cli:ocw serving stop")
 }
 var shWord = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 function llamaServerEnvNote(client2, engine) {
-  if (!client2 || engine && path77.resolve(engine) === path77.resolve(client2)) return null;
+  if (!client2 || engine && path78.resolve(engine) === path78.resolve(client2)) return null;
   return `this shell's LLAMA_SERVER (${client2}) is not the engine's (${engine ?? "unset"}): the engine's environment is the one that counts. To have the engine use yours: \`ocw stop\` (it also stops the model servers ocw started), then \`LLAMA_SERVER=${shWord(client2)} ocw doctor\` starts it again with it; or pass --llama-server PATH to ocw setup`;
 }
 async function runDoctor(o2, port = enginePort("cli:ocw doctor"), clientEnv = process.env) {
@@ -98626,9 +98986,9 @@ registerMcpCommand(program2);
 registerClaudeCommands(program2);
 registerDeployCommand(program2);
 registerModelSetupCommands(program2, { registerServingSupervisor });
-var helpHints = (cmd, path78) => {
+var helpHints = (cmd, path79) => {
   for (const sub of cmd.commands) {
-    const p = `${path78} ${sub.name()}`;
+    const p = `${path79} ${sub.name()}`;
     sub.showHelpAfterError(`(run \`${p} --help\` for usage)`);
     helpHints(sub, p);
   }
