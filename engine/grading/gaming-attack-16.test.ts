@@ -30,22 +30,13 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
 import { gradedIn } from "../../test/fixtures/graded";
-import { COMPILES_PASSING_TEST, FIXED, hasCc, hasMake, heldTest, honestIn, SCOPE, UNFIXED, violation, write } from "../../test/fixtures/make-attack";
+import { COMPILES_PASSING_TEST, FIXED, hasCc, hasMake, heldTest, honestIn, SCOPE, UNFIXED, violation, withLinks, write } from "../../test/fixtures/make-attack";
 import { checkWriters } from "./command-scripts";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-16-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const graded = gradedIn(tmp);
 const honest = honestIn(graded);
-
-/** The worker's files, with symbolic links (`links`: name → where it leads) beside them. */
-const withLinks = (files: Record<string, string>, links: Record<string, string>) => (ws: string) => {
-  write(files)(ws);
-  for (const [name, to] of Object.entries(links)) {
-    rmSync(path.join(ws, name), { recursive: true, force: true });
-    symlinkSync(to, path.join(ws, name));
-  }
-};
 
 /** Graded: flagged with exactly `findings`, not built. */
 async function flaggedCommit(

@@ -16,28 +16,18 @@
 // Honest controls: a generated file the person tracks beside its source (both edited), a new source beside a pattern
 // rule's objects, a folder named like a variable's value that no target names: built.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { gradedIn } from "../../test/fixtures/graded";
-import { COMPILES_PASSING_TEST, FIXED, hasCc, hasMake, heldTest, honestIn, SCOPE, UNFIXED, violation, write } from "../../test/fixtures/make-attack";
+import { COMPILES_PASSING_TEST, FIXED, hasCc, hasMake, heldTest, honestIn, SCOPE, UNFIXED, violation, withLinks, write } from "../../test/fixtures/make-attack";
 import { checkWriters } from "./command-scripts";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-17-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const graded = gradedIn(tmp);
 const honest = honestIn(graded);
-
-/** The worker's files, with symbolic links (`links`: name → where it leads) beside them. */
-const withLinks = (files: Record<string, string>, links: Record<string, string>) => (ws: string) => {
-  write(files)(ws);
-  for (const [name, to] of Object.entries(links)) {
-    rmSync(path.join(ws, name), { recursive: true, force: true });
-    mkdirSync(path.dirname(path.join(ws, name)), { recursive: true });
-    symlinkSync(to, path.join(ws, name));
-  }
-};
 
 const OBJECTS = { ...UNFIXED, "src/Makefile": "test: test.o impl.o\n\t$(CC) -o $@ $^\n\t./$@\n" };
 
