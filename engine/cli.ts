@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { VERSION } from "../shared/api";
+import { releaseOf, selfCommand } from "./api/launcher";
 import { registerDeployCommand } from "./commands/deploy";
 import { registerGradeCommand } from "./commands/grade";
 import { registerRunCommand } from "./commands/run";
@@ -26,7 +27,8 @@ const program = new Command();
 program
   .name("ocw")
   .description("opencode-worker: hand scoped coding tasks to OpenCode workers on a local or API model, and grade them honestly")
-  .version(VERSION)
+  // The release this install is (its plugin.json), else the package's version.
+  .version(releaseOf(selfCommand().bundle) ?? VERSION)
   .showHelpAfterError("(run `ocw --help` for usage)")
   .exitOverride((err) => {
     if (err.code === "commander.helpDisplayed" || err.code === "commander.version") process.exit(0);

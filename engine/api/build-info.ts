@@ -33,6 +33,9 @@ export function versionNear(bundle: string): string | null {
   return null;
 }
 
+/** The release of the `ocw` that `file` runs (the bundle, or its launcher), without hashing the bundle: `ocw --version`. */
+export const releaseOf = (file: string): string | null => versionNear(bundleOf(path.resolve(file)));
+
 const builds = new Map<string, EngineBuild>();
 
 /** The build of the `ocw` that `file` runs (the bundle, or its launcher): read once per process and file. */

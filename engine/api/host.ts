@@ -89,12 +89,14 @@ export async function hostEngine(opts: {
       await engine.close();
       releaseOwnership(opts.stateDir, claim);
     })());
+  // This very bundle's release and hash (host.ts runs only in the bundle: dist/ocw.mjs)
+  const build = buildOf(fileURLToPath(import.meta.url));
   const serverOpts = {
     engine,
-    version: VERSION,
+    // The release where the install names one (what `ocw --version` and setup_status say), else the package's.
+    version: build.version ?? VERSION,
     instanceId,
-    // This very bundle's release and hash (host.ts runs only in the bundle: dist/ocw.mjs)
-    build: buildOf(fileURLToPath(import.meta.url)),
+    build,
     browserUi: () => browserUi(),
     shutdown: (by: DecidedBy) =>
       void close(stopRequester(by)).then(() => {
@@ -125,7 +127,7 @@ export async function hostEngine(opts: {
     ...(opts.supervisorPid ? { supervisorPid: opts.supervisorPid, supervisorStartTime: processStartTime(opts.supervisorPid) } : {}),
     port: api.port,
     token: api.token,
-    version: VERSION,
+    version: serverOpts.version,
     startedAt: Date.now(),
   });
   return { engine, url: api.url, port: api.port, token: api.token, instanceId, close };

@@ -7,7 +7,7 @@ import path from "node:path";
 import type { EngineLock } from "../../shared/api";
 import { engineIsOlder, engineVersionText } from "../../shared/engine-build";
 import { AT_REST_STATES, type WorkerState } from "../../shared/worker";
-import { buildOf } from "./build-info";
+import { releaseOf } from "./build-info";
 import { connect, engineHealth, healthy } from "./client";
 import { alive, currentOwner, lastLock, readLock, recordUpgrade, supervisorOf } from "./lock";
 
@@ -33,8 +33,8 @@ export function selfCommand(): EngineCommand {
 export { stateDir } from "../store";
 /** The OCW_* settings (engine/config.ts), for the few a client reads itself (OCW_DEBUG: a stack with an error). */
 export { config } from "../config";
-/** Which build an `ocw` bundle (or its launcher) is: what a client compares with the engine's /health (build-info.ts). */
-export { buildOf } from "./build-info";
+/** The release of an `ocw` bundle (or its launcher): what a client compares with the engine's /health build (build-info.ts). */
+export { releaseOf } from "./build-info";
 
 interface EnsureOptions {
   timeoutMs?: number;
@@ -111,7 +111,8 @@ export async function ensureEngine(stateDir: string, opts: EnsureOptions = {}): 
   let existing = readLock(stateDir);
   const health = existing ? await engineHealth(existing) : null;
   if (existing && health) {
-    const mine = buildOf(command.bundle);
+    // Only the release is compared (no hash of the bundle on every call): the same version of another build is used as is.
+    const mine = { version: releaseOf(command.bundle) };
     if (!engineIsOlder(health.build, mine.version)) return existing;
     const atWork = await workersAtWork(existing);
     const older: OlderEngine = {

@@ -39,7 +39,7 @@ import { idSlip } from "./ids";
 import { instructionsFor } from "./instructions";
 import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
-import type { OlderEngine } from "../api/launcher";
+import { type OlderEngine, releaseOf, selfCommand } from "../api/launcher";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
@@ -85,7 +85,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   const log = opts.log ?? (() => {});
   const link = opts.link;
   const baseDir = opts.baseDir ?? process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
-  const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: instructionsFor(opts.cli ?? "ocw") });
+  // The release this bridge is (its install's plugin.json), else the package's version.
+  const server = new McpServer(
+    { name: SERVER_NAME, version: releaseOf(selfCommand().bundle) ?? VERSION },
+    { capabilities: { tools: {} }, instructions: instructionsFor(opts.cli ?? "ocw") },
+  );
   const clientName = () => server.server.getClientVersion()?.name ?? "mcp-client";
   const toolTimeoutMs = opts.toolTimeoutMs === undefined ? toolTimeoutFromEnv() : opts.toolTimeoutMs;
   const waitCap = waitCapSec(toolTimeoutMs);

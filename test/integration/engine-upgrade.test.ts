@@ -80,6 +80,8 @@ describe("a client finds an engine older than itself", () => {
       const after = readLock(stateDir)!;
       expect(after.pid).not.toBe(before.pid);
       expect(s.engine.pid).toBe(after.pid);
+      // the release the engine runs, not the package's version
+      expect(s.engine.version).toBe(CURRENT);
       expect([after.port, after.token]).toEqual([before.port, before.token]);
       expect((await engineHealth(after))?.build?.version).toBe(CURRENT);
       expect(pidAlive(before.pid)).toBe(false);
@@ -148,6 +150,17 @@ describe("a client finds an engine as new as itself or newer", () => {
       expect(r.stderr).not.toMatch(/running engine is|replacing/);
       expect(readLock(stateDir)!.pid).toBe(engine.pid);
     }
+  }, 120_000);
+
+  it("`ocw --version`, the engine's /health build and its lock name the install's release", async () => {
+    const b = install("9.8.7");
+    const stateDir = tempDir("upgrade-version");
+    dirs.push(stateDir);
+    expect((await ocwOf(b, stateDir, ["--version"])).stdout.trim()).toBe("9.8.7");
+    expect((await ocwOf(BUNDLE, stateDir, ["--version"])).stdout.trim()).toBe(CURRENT);
+    const engine = await engineOf(stateDir, b);
+    expect((await engineHealth(engine)).build?.version).toBe("9.8.7");
+    expect(readLock(stateDir)!.version).toBe("9.8.7");
   }, 120_000);
 
   it("an engine of the current version started by another build of it is used as it is (and the build ids differ)", async () => {

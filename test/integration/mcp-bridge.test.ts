@@ -107,6 +107,9 @@ describe("ocw mcp", () => {
       ].sort(),
     );
     expect(mcp.client.getServerVersion()?.name).toBe("ocw");
+    // the release it is (the plugin's version), not the package's
+    const release = JSON.parse(readFileSync(path.join(path.dirname(BUNDLE), "..", "plugin", ".claude-plugin", "plugin.json"), "utf8")).version;
+    expect(mcp.client.getServerVersion()?.version).toBe(release);
     for (const t of tools) {
       expect(t.outputSchema, t.name).toBeTruthy();
       expect(`mcp__plugin_opencode-worker_ocw__${t.name}`.length).toBeLessThan(64);
