@@ -41,5 +41,7 @@ export const DeployK8sInput = z.object({
   cachePvc: Flag,
   cacheSize: Flag,
   storageClass: Flag,
+  /** `--no-mtp`: false — no speculative decoding with the model's own MTP head (absent or true: on where it has one). */
+  mtp: z.boolean().optional(),
 });
 export type DeployK8sInput = z.infer<typeof DeployK8sInput>;

@@ -75,6 +75,11 @@ export const FitPick = z.object({
       tooSlow: z.boolean().optional(),
     })
     .optional(),
+  /**
+   * Speculative decoding with the model's own MTP head (engine/models/mtp.ts): "on" (the command drafts with it, the
+   * default), "off" (the model has one this runtime could use, switched off: `mtp: false`); absent where there is none.
+   */
+  mtp: z.enum(["on", "off"]).optional(),
   /** Why this runtime (vLLM / SGLang proposed on ≥ 80 GB datacenter GPUs, llama.cpp elsewhere). */
   runtimeReason: z.string().optional(),
   /**
@@ -137,6 +142,11 @@ export const FitInput = z.object({
   minCtx: z.number().int().min(1024, "the minimum context per slot must be ≥ 1024 tokens").max(MAX_CTX_PER_SLOT).optional(),
   /** Plan models too slow for an agent (below 8 tokens/s per slot) instead of refusing them. */
   allowSlow: z.boolean().optional(),
+  /**
+   * Speculative decoding with the model's own MTP head where the weights carry one (absent or true: on, the default);
+   * false: off — faster for one worker, but with many workers at once it can lower the server's total throughput.
+   */
+  mtp: z.boolean().optional(),
 });
 export type FitInput = z.infer<typeof FitInput>;
 

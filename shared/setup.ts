@@ -103,6 +103,8 @@ export const SetupStartInput = z.object({
   benchSec: z.number().int().min(0).max(600).optional(),
   /** Plan a model too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing it. */
   allowSlow: z.boolean().optional(),
+  /** Speculative decoding with the model's own MTP head (absent: on where the weights carry one); false: off (FitInput's `mtp`). */
+  mtp: z.boolean().optional(),
 });
 export type SetupStartInput = z.input<typeof SetupStartInput>;
 

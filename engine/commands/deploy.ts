@@ -41,6 +41,8 @@ interface DeployK8sOptions {
   cachePvc?: string;
   cacheSize?: string;
   storageClass?: string;
+  /** commander's `--no-mtp`: false — no speculative decoding with the model's own MTP head (default true). */
+  mtp?: boolean;
   output?: string;
   apply?: boolean;
   json?: boolean;
@@ -57,7 +59,7 @@ type DeployPlanner = (input: DeployK8sInput) => Promise<ApiOutputs["setup"]["k8s
 
 const enginePlanner: DeployPlanner = async (input) => connect(await ensureEngine(stateDir()), "cli:ocw deploy k8s").setup.k8s.query(input);
 
-async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv = process.env, planner: DeployPlanner = enginePlanner): Promise<DeployOutput> {
+export async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv = process.env, planner: DeployPlanner = enginePlanner): Promise<DeployOutput> {
   try {
     const { output, apply, json, ...flags } = o;
     const d = await planner(flags);
@@ -152,6 +154,10 @@ export function registerDeployCommand(program: Command): void {
     .option("--cache-pvc <claim>", "mount this existing PersistentVolumeClaim as the model cache (default: write NAME-models)")
     .option("--cache-size <GiB>", "size of the model-cache claim ocw writes (default: the weights + 20 % + 10 GiB)")
     .option("--storage-class <name>", "storage class of the model-cache claim (ReadWriteMany with several --replicas)")
+    .option(
+      "--no-mtp",
+      "no speculative decoding with the model's own MTP head (on by default where the model ships one: faster for one worker; at many workers at once it can lower total throughput)",
+    )
     .option("-o, --output <dir>", "write the manifests to DIR instead of stdout")
     .option("--apply", "apply them with kubectl and its current context")
     .option("--json", "print the plan, manifests and next steps as JSON")

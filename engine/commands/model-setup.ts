@@ -2,7 +2,7 @@
  * CLI contract for model setup (issue 3):
  *   ocw fit --metadata FILE.json | --gguf PATH_OR_URL [--ctx N] [--parallel N] [--kv-unified|--no-kv-unified]
  *           [--cache-type-k T] [--cache-type-v T] [--ubatch N] [--flash-attn on|off] [--gpus auto|SPEC] [--json]
- *   ocw setup --runtime llama.cpp [--model FILE_OR_HF --slots N] [--ctx N]   (no --model: the planner's pick) [--llama-server PATH] [--yes] [--accept-underpowered] [--json]
+ *   ocw setup --runtime llama.cpp [--model FILE_OR_HF --slots N] [--ctx N]   (no --model: the planner's pick) [--llama-server PATH] [--no-mtp] [--yes] [--accept-underpowered] [--json]
  *   ocw setup --capture URL [--api-key-env VAR] [--slots N] [--yes] [--accept-underpowered] [--json]
  *   ocw setup --provider URL --model ID --api-key-env VAR [--yes] [--json]
  *   ocw targets [--json] · ocw target use ID · ocw serving stop · ocw doctor [--json]
@@ -79,7 +79,7 @@ async function startOnEngine(
   if (!o.yes) {
     // the plan's refusal (a file that is not there, a context beyond the model's) is said before any question
     const { pick } = await client.setup.plan
-      .query({ model: i.model, slots: i.slots, minCtx: i.minCtx, ctxPerSlot: i.ctx, runtime: i.runtime, allowSlow: i.allowSlow })
+      .query({ model: i.model, slots: i.slots, minCtx: i.minCtx, ctxPerSlot: i.ctx, runtime: i.runtime, allowSlow: i.allowSlow, mtp: i.mtp })
       .catch((e: Error) => {
         throw new InputError(e.message);
       });
@@ -209,6 +209,8 @@ interface FitCommandOptions {
   llamaFit?: boolean;
   /** Plan models too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing them. */
   allowSlow?: boolean;
+  /** commander's `--no-mtp`: false — no speculative decoding with the model's own MTP head (default true: on where it has one). */
+  mtp?: boolean;
 }
 
 /** `ocw fit --gguf/--metadata`: the flags checked here, the estimate made by the engine (setup.estimate), printed here. */
@@ -307,6 +309,7 @@ async function runFitPlan(o: FitCommandOptions, port: SetupPort = enginePort("cl
       ctxPerSlot,
       runtime: o.runtime ? (runtime as "llama.cpp" | "vllm" | "sglang") : undefined,
       allowSlow: o.allowSlow,
+      ...(o.mtp === false ? { mtp: false } : {}),
     });
     const code = out.pick ? 0 : 3;
     if (o.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
@@ -367,6 +370,8 @@ interface SetupCommandOptions {
   acceptUnderpowered?: boolean;
   /** Plan a model too slow for an agent instead of refusing it. */
   allowSlow?: boolean;
+  /** commander's `--no-mtp`: false — no speculative decoding with the model's own MTP head (default true: on where it has one). */
+  mtp?: boolean;
   json?: boolean;
   /** Seconds the benchmark after start / capture may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
   benchSec?: string;
@@ -416,6 +421,7 @@ async function runStartCommand(
       acceptUnderpowered: o.acceptUnderpowered,
       benchSec: benchSecOf(o.benchSec),
       ...(o.allowSlow ? { allowSlow: true } : {}),
+      ...(o.mtp === false ? { mtp: false } : {}),
       // a path on this machine, given to the engine as an absolute one (the engine's checks name it so); without the
       // flag, this shell's LLAMA_SERVER: the engine's own environment is the one it was started with, which may lack it
       // (an engine `ocw doctor` or the app started), and the runtime phase would go to download a release instead
@@ -797,6 +803,10 @@ export function registerModelSetupCommands(
     .option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB")
     .option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)")
     .option("--allow-slow", "plan a model even when it would decode below 8 tokens/s per slot (refused otherwise)")
+    .option(
+      "--no-mtp",
+      "no speculative decoding with the model's own MTP head (on by default where the model ships one: faster for one worker; at many workers at once it can lower total throughput)",
+    )
     .option("--json", "print JSON")
     .action(async (opts: FitCommandOptions) => emit(await runFit(opts)));
 
@@ -826,6 +836,10 @@ export function registerModelSetupCommands(
     .option("--accept-underpowered", "make an underpowered target active anyway")
     .option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it")
     .option("--allow-slow", "start a plan even when it would decode below 8 tokens/s per slot (refused otherwise)")
+    .option(
+      "--no-mtp",
+      "no speculative decoding with the model's own MTP head (on by default where the model ships one: faster for one worker; at many workers at once it can lower total throughput)",
+    )
     .option("--json", "print JSON")
     .action(async (opts: SetupCommandOptions) => emit(await runSetup(opts)));
 

@@ -20,7 +20,7 @@ export type { KvCacheType } from "./ggml-types";
 export { HUB_CONFIG_MAX_BYTES, hubEndpoint, type HubFile, hubHeaders, listRepoFiles, readHubJson, resolveUrl } from "./hf";
 export { hparamsFromMetadata } from "./hparams";
 export { readHubSizes, refreshHubSizes, withHubSizes } from "./hub-sizes";
-export { mtpOf, sglangMtpArgs, vllmMtpArgs } from "./mtp";
+export { MTP_OFF, mtpOf, mtpPlan, mtpState, sglangMtpArgs, vllmMtpArgs } from "./mtp";
 export {
   commandWords,
   DEFAULT_MIN_CTX,

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { parallelDevices, proposeParallel } from "../serving/parallel";
 import { CATALOG } from "./catalog";
 import { GiB } from "./estimate";
-import { catalogModel, commandWords, type PlanDevices, planModel } from "./plan";
+import { catalogModel, commandWords, type PlanDevices, planModel, propose } from "./plan";
 import { llamaMtpArgs, mtpOf } from "./mtp";
 
 const MiB = 1024 ** 2;
@@ -86,5 +86,49 @@ describe("MTP where the model ships it", () => {
     expect(help).toMatch(/draft-mtp/);
     expect(help).toContain(nmax);
     expect(help).toMatch(/--metrics/);
+  });
+});
+
+/**
+ * The switch (`mtp: false` on the plan's input; `ocw setup|fit --no-mtp`): speculative decoding raises one stream's
+ * speed but can lower a server's total throughput with many slots busy, so a person may turn the head off. Off: no
+ * speculative flags on any runtime, and the reason says "MTP off (asked)"; the default keeps them.
+ */
+describe("MTP switched off (asked)", () => {
+  const qwen = CATALOG.find((e) => e.id === "qwen3.6-35b-a3b")!;
+  const quant = qwen.quants.at(-1)!.quant;
+  // a GGUF repo that keeps the NextN layers: llama.cpp drafts with it by default
+  const withHead = { ...qwen, mtp: { gguf: true, safetensors: true, draftTokens: 3 } };
+  const cpu: PlanDevices = { gpus: [], hostFreeBytes: 200 * GiB };
+
+  it("llama.cpp: one server — no draft-mtp and the reason says so; the default drafts", () => {
+    const off = planModel(catalogModel(withHead, quant, false), cpu, 1, 8192, false)!;
+    expect(off.command).not.toContain("--spec-");
+    expect(off.reason).toMatch(/MTP off \(asked\)/);
+    expect(off.mtp).toBe("off");
+    const on = planModel(catalogModel(withHead, quant), cpu, 1, 8192, false)!;
+    expect([flag(on.command, "--spec-type"), flag(on.command, "--spec-draft-n-max")]).toEqual(["draft-mtp", "3"]);
+    expect(on.reason).not.toMatch(/MTP off/);
+    expect(on.mtp).toBe("on");
+    // a model whose GGUF has no head: nothing to switch off, nothing said
+    const plain = planModel(catalogModel(qwen, quant, false), cpu, 1, 8192, false)!;
+    expect(plain.reason).not.toMatch(/MTP/);
+    expect(plain.mtp).toBeUndefined();
+  });
+
+  it("llama.cpp: the planner's proposal and a pool of replicas carry no flags when off", () => {
+    const only = [{ ...withHead, autoPick: true }];
+    const off = propose(cpu, 1, 8192, () => false, only, undefined, { mtp: false });
+    expect(off.pick!.command).not.toContain("--spec-");
+    expect(off.pick!.reason).toMatch(/MTP off \(asked\)/);
+    const on = propose(cpu, 1, 8192, () => false, only);
+    expect(flag(on.pick!.command, "--spec-type")).toBe("draft-mtp");
+    const two = gpus(2, "NVIDIA GeForce RTX 4090", 24564);
+    const pool = planModel(catalogModel(withHead, quant, false), two, 4, 8192, false)!;
+    expect(pool.pool?.replicas).toBe(2);
+    for (const e of pool.pool!.endpoints) expect(e.command).not.toContain("--spec-");
+    expect(pool.reason).toMatch(/MTP off \(asked\)/);
+    const poolOn = planModel(catalogModel(withHead, quant), two, 4, 8192, false)!;
+    for (const e of poolOn.pool!.endpoints) expect(flag(e.command, "--spec-type")).toBe("draft-mtp");
   });
 });

@@ -11,6 +11,12 @@
  * - SGLang: `--speculative-algorithm NEXTN` with N steps (its MTP path; server_args.py turns NEXTN into EAGLE in every
  *   stored version), on the maker's safetensors.
  * A catalog entry may say it itself (`mtp`); the table below covers the entries whose makers ship the head.
+ *
+ * On by default, with a switch (`mtp: false` on the plan's input: `ocw setup|fit|deploy k8s --no-mtp`, the Setup
+ * page's checkbox): drafting raises one stream's speed, but with many slots busy the verify passes compete with the
+ * other sequences' decode and a server's total tokens/s can drop (vLLM's docs aim speculative decoding at low-QPS
+ * latency). Off, the plan carries no draft tokens — no speculative flag reaches any runtime — and its reason says
+ * MTP_OFF.
  */
 export interface MtpHead {
   /** The catalog's GGUF repo keeps the MTP (NextN) layers: llama.cpp can draft with them. */
@@ -35,6 +41,24 @@ const HEADS: Record<string, MtpHead> = {
 /** The MTP head a catalog entry ships, or null (no head: no speculative flags). */
 export function mtpOf(e: { id: string; mtp?: MtpHead | null }): MtpHead | null {
   return e.mtp ?? HEADS[e.id] ?? null;
+}
+
+/** What a plan's reason says where the model has a head this runtime would draft with but the person switched it off. */
+export const MTP_OFF = "MTP off (asked)";
+
+/**
+ * What a planned model carries of its head: the draft tokens where the weights the runtime loads keep it (`gguf` for
+ * llama.cpp, `safetensors` for vLLM / SGLang) and MTP is on; `mtpOff` where they keep it and it was switched off;
+ * nothing where there is no head to use.
+ */
+export function mtpPlan(head: MtpHead | null, weights: "gguf" | "safetensors", on = true): { mtpDraft?: number; mtpOff?: true } {
+  if (!head?.[weights]) return {};
+  return on ? { mtpDraft: head.draftTokens } : { mtpOff: true };
+}
+
+/** A pick's `mtp` (shared/fit.ts) from its planned model: "on", "off" (asked), or nothing (no head to use). */
+export function mtpState(m: { mtpDraft?: number; mtpOff?: boolean }): { mtp?: "on" | "off" } {
+  return m.mtpDraft ? { mtp: "on" } : m.mtpOff ? { mtp: "off" } : {};
 }
 
 /** llama-server's words for a model whose GGUF keeps its MTP head; none otherwise. */

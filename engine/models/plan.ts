@@ -16,7 +16,7 @@ import type { GgufTensorInfo } from "./gguf";
 import { hparamsFromMetadata, type ModelHparams } from "./hparams";
 import type { ModelInfo } from "./source";
 import { cpuTflops, estimateSpeed, gpuBandwidth, gpuTflops, MIN_AGENT_TOK_PER_SEC, ramBandwidth, type SpeedEstimate, type SpeedPart } from "./speed";
-import { llamaMtpArgs, mtpOf } from "./mtp";
+import { llamaMtpArgs, MTP_OFF, mtpOf, mtpPlan, mtpState } from "./mtp";
 import { counted } from "../../shared/words";
 
 export const DEFAULT_MIN_CTX = 32768;
@@ -49,6 +49,8 @@ export interface PlanModel {
   params?: number;
   /** Tokens the model's own MTP head drafts a step (the catalog says the GGUF keeps it): llama.cpp's draft-mtp. */
   mtpDraft?: number;
+  /** The GGUF keeps a head but the person switched MTP off (`mtp: false`): no draft flags, and the reason says so. */
+  mtpOff?: boolean;
 }
 
 export interface PlanDevices {
@@ -361,13 +363,18 @@ function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: number, to
       `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${counted(slots, "slot")} × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
       (replicas ? `; ${replicas} replicas would fit, one per ${counted(p.gpusUsed, "GPU")}` : "") +
       `; ${hostNote(p.host)}` +
+      mtpNote(m) +
       speedNote(speed),
     ...(replicas ? { replicas } : {}),
+    ...mtpState(m),
     ...(speed ? { speed } : {}),
   };
 }
 
 const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
+
+/** A reason's words for a head switched off (asked); none otherwise. */
+const mtpNote = (m: { mtpOff?: boolean }): string => (m.mtpOff ? `; ${MTP_OFF}` : "");
 
 /** Parameters of a model: the catalog's count, else the tensors' shapes, else ≈ 1.8 per byte (≈ 4.5 bits a weight). */
 function modelParams(m: PlanModel): number {
@@ -518,16 +525,19 @@ function toPoolPick(m: PlanModel, reps: ReplicaPlan[], _dev: PlanDevices, toolVe
     reason:
       `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} ` +
       `(${endpoints.map((e) => `${e.devices.join("+")}: ${counted(e.slots, "slot")}`).join(", ")}) × ${ctxPerSlot} tokens, unified KV (${caches}); ` +
-      `one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}× the tokens at once — ocw admits each worker to a replica with a free slot`,
+      `one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}× the tokens at once — ocw admits each worker to a replica with a free slot` +
+      mtpNote(m),
     replicas: reps.length,
     pool: { replicas: reps.length, endpoints },
+    ...mtpState(m),
     ...poolSpeed(m, reps, _dev.cpuCores),
   };
 }
 
 const h = (m: PlanModel) => m.hparams;
 
-export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
+/** `mtp` false: the person switched speculative decoding with the model's own MTP head off (mtp.ts). */
+export function catalogModel(e: CatalogEntry, quant: string, mtp = true): PlanModel {
   const q = e.quants.find((x) => x.quant === quant);
   if (!q) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
   return {
@@ -541,7 +551,7 @@ export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
     experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used } : null,
     params: e.totalParamsB * 1e9,
     modelArgs: ["-hf", `${e.repo}:${q.quant}`],
-    ...(mtpOf(e)?.gguf ? { mtpDraft: mtpOf(e)!.draftTokens } : {}),
+    ...mtpPlan(mtpOf(e), "gguf", mtp),
   };
 }
 
@@ -574,6 +584,8 @@ interface ProposeOptions {
    * fit, and how large it is, where it would say no catalog model fits.
    */
   named?: string;
+  /** false: no speculative decoding with the models' own MTP heads (`--no-mtp`); absent: on where a GGUF keeps one. */
+  mtp?: boolean;
 }
 
 /** Whether every GPU shares the host's memory (Apple, AMD APUs): bandwidth-poor, so MoE models first (issue 27). */
@@ -615,7 +627,7 @@ export function propose(
         if (pool) {
           found.push(pool);
           const split = qs
-            .map((q) => catalogModel(e, q.quant))
+            .map((q) => catalogModel(e, q.quant, opts.mtp !== false))
             .map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) }))
             .filter((x) => x.p)
             .map((x) => toPick(x.m, x.p!, dev, slots, verified(e.id)))
@@ -628,7 +640,7 @@ export function propose(
       // the model / the person allows) first, then an f16/q8_0 cache, then the larger quant
       let best: { pick: FitPick; score: number } | null = null;
       for (const q of qs) {
-        const m = catalogModel(e, q.quant);
+        const m = catalogModel(e, q.quant, opts.mtp !== false);
         const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
         if (!p) continue;
         const pick = toPick(m, p, dev, slots, verified(e.id));
@@ -645,7 +657,7 @@ export function propose(
   const firstPool = (e: CatalogEntry, qs: CatalogEntry["quants"]): FitPick | null => {
     let best: { pick: FitPick; score: number } | null = null;
     for (const q of qs) {
-      const m = catalogModel(e, q.quant);
+      const m = catalogModel(e, q.quant, opts.mtp !== false);
       const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
       if (!reps) continue;
       const pick = toPoolPick(m, reps, dev, verified(e.id));
@@ -903,6 +915,8 @@ export interface ParallelModel {
   experts?: { count: number; used: number; share: number } | null;
   /** Tokens the model's own MTP head drafts a step (the catalog says the safetensors carry it); absent: none. */
   mtpDraft?: number;
+  /** The safetensors carry a head but the person switched MTP off (`mtp: false`): no speculative flags; the reason says so. */
+  mtpOff?: boolean;
 }
 
 /**

@@ -221,3 +221,22 @@ describe("issue 27: the December 2026 catalog through planFit", () => {
     expect(e.message).toMatch(/served by vLLM \/ SGLang only/);
   });
 });
+
+describe("MTP switched off (asked): planFit's `mtp: false` reaches every runtime's plan", () => {
+  const opts = { llamaServer: null, nvcc: true, hub: false } as const;
+  it("1 × H100, Qwen3.6-27B: the vLLM pick and an asked SGLang plan lose --speculative-…; the default keeps them", async () => {
+    const m = hw([nv(0, "NVIDIA H100 80GB HBM3", 80)], 256);
+    const spec = (cmd: string) => cmd.split(/\s+/).filter((w) => w.startsWith("--speculative-") || w.startsWith("--spec-"));
+    const on = await planFit({ model: "qwen3.6-27b" }, m, opts);
+    expect(on.pick!.runtime).toBe("vllm");
+    expect(spec(on.pick!.command)).toEqual(["--speculative-config"]);
+    const off = await planFit({ model: "qwen3.6-27b", mtp: false }, m, opts);
+    expect(off.pick!.runtime).toBe("vllm");
+    expect(spec(off.pick!.command)).toEqual([]);
+    expect(off.pick!.reason).toMatch(/MTP off \(asked\)/);
+    const sg = await planFit({ model: "qwen3.6-27b", runtime: "sglang", mtp: false }, m, opts);
+    expect(spec(sg.pick!.command)).toEqual([]);
+    expect(sg.pick!.reason).toMatch(/MTP off \(asked\)/);
+    expect(spec((await planFit({ model: "qwen3.6-27b", runtime: "sglang" }, m, opts)).pick!.command)).toContain("--speculative-algorithm");
+  });
+});

@@ -52,6 +52,11 @@ interface PlanFitInput {
   cacheType?: KvCacheType;
   /** Plan models too slow for an agent (below 8 tokens/s per slot) instead of refusing them (`--allow-slow`). */
   allowSlow?: boolean;
+  /**
+   * false (`--no-mtp`, the Setup page's checkbox): no speculative decoding with the model's own MTP head, on any
+   * runtime; absent or true: on where the weights carry one (engine/models/mtp.ts).
+   */
+  mtp?: boolean;
 }
 
 interface PlanFitOptions {
@@ -154,7 +159,18 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null; refused?: FitPick[] };
   if (parallel) {
     try {
-      result = await proposeParallel({ runtime: runtime as "vllm" | "sglang", dev, slots, minCtx, maxCtxPerSlot: exact, model: i.model, verified });
+      result = await proposeParallel({
+        runtime: runtime as "vllm" | "sglang",
+        dev,
+        slots,
+        minCtx,
+        maxCtxPerSlot: exact,
+        model: i.model,
+        verified,
+        env: o.env,
+        hub: o.hub,
+        mtp: i.mtp,
+      });
     } catch (e) {
       if (e instanceof ParallelInputError) input(e.message, "model");
       throw e;
@@ -191,6 +207,7 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
       max: 1,
       env: o.env,
       hub: o.hub,
+      mtp: i.mtp,
     }).catch(() => null);
   // ≥ 80 GB datacenter GPUs (H100, H200, B200, MI300X …): vLLM batches many sequences on one engine with tensor ×
   // data parallel, where llama.cpp would run small replicas using a fraction of the memory — proposed as the pick when
@@ -260,7 +277,7 @@ async function planLlama(
 ): Promise<Refusable> {
   let result: Refusable;
   if (!i.model) {
-    const r = propose(dev, slots, minCtx, verified, catalog, exact, { allowSlow });
+    const r = propose(dev, slots, minCtx, verified, catalog, exact, { allowSlow, mtp: i.mtp });
     return { pick: r.pick, alternatives: r.alternatives, problem: r.problem, ...(r.slow?.length ? { refused: r.slow } : {}) };
   }
   const found = findCatalog(i.model);
@@ -273,7 +290,7 @@ async function planLlama(
     if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`, "model");
     // never below 4 bits when a ≥ 4-bit quant fits (issue 27); a quant named explicitly, or a smaller one when no
     // ≥ 4-bit quant fits, may be used (the person asked for this model)
-    const first = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow, named: entry.name });
+    const first = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow, named: entry.name, mtp: i.mtp });
     result = first?.pick
       ? { pick: first.pick, alternatives: first.alternatives, problem: null }
       : { pick: null, alternatives: [], problem: first?.problem ?? null, ...(first?.slow?.length ? { refused: first.slow } : {}) };
@@ -281,6 +298,7 @@ async function planLlama(
       const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact, {
         allowSlow,
         named: entry.name,
+        mtp: i.mtp,
       });
       if (small.pick && !repoQuant)
         small.pick.reason = `${small.pick.reason}; no ≥ 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;

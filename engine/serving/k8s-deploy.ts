@@ -81,6 +81,7 @@ export async function deployK8s(input: DeployK8sInput) {
     replicas: int(o.replicas, "--replicas"),
     toolCallParser: o.toolCallParser,
     sizeOf: hubWeights,
+    mtp: o.mtp,
   });
   const name = o.name ?? defaultName(plan);
   const apiKeySecret = o.apiKeySecret ?? `${name}-api-key`;

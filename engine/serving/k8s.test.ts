@@ -380,6 +380,27 @@ describe("MTP: the same speculative-decoding flags as the local vLLM / SGLang st
     expect(plan.reason).toMatch(/MTP head \(2 draft tokens a step\)/);
   });
 
+  it("switched off (`mtp: false`, `ocw deploy k8s --no-mtp`): no speculative flags in the Deployment's, KServe's or SGLang's args; the reason says so", async () => {
+    for (const runtime of ["vllm", "sglang"] as const) {
+      const off = await planK8s({ runtime, model: "qwen3.6-27b", node: node("1xH100=80G"), mtp: false });
+      expect(off.mtpDraft).toBeNull();
+      expect(off.reason).toMatch(/MTP off \(asked\)/);
+      expect(off.reason).not.toMatch(/draft tokens a step/);
+      expect(spec(serverArgs(off).args)).toEqual([]);
+      const [dep] = deploymentManifests(off, opts("deployment")) as [any];
+      expect(spec(dep.spec.template.spec.containers[0].args)).toEqual([]);
+      expect(JSON.stringify(dep)).not.toMatch(/speculative/);
+      if (runtime === "vllm") expect(JSON.stringify(kserveManifest(off, opts("kserve")))).not.toMatch(/speculative/);
+      // the default keeps the head
+      const on = await planK8s({ runtime, model: "qwen3.6-27b", node: node("1xH100=80G") });
+      expect(on.mtpDraft).toBe(2);
+      expect(on.reason).not.toMatch(/MTP off/);
+    }
+    // the catalog's pick (no --model) too
+    const best = await planK8s({ runtime: "vllm", node: node("1xH100=80G"), mtp: false });
+    expect(best.mtpDraft).toBeNull();
+  });
+
   it("a model without a head gets none: gpt-oss on vLLM and SGLang", async () => {
     for (const runtime of ["vllm", "sglang"] as const) {
       const plan = await planK8s({ runtime, model: "gpt-oss-20b", node: node("1xH100=80G") });

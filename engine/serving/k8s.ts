@@ -20,6 +20,7 @@ import {
   GiB,
   hasFp8,
   makerRepo,
+  MTP_OFF,
   type ParallelModel,
   type ParallelPlan,
   type PlanDevices,
@@ -70,6 +71,8 @@ interface K8sPlanOptions {
   toolCallParser?: string;
   /** Bytes of a repo's *.safetensors files (the Hub's listing); null when it lists none; rejects when offline. */
   sizeOf?: (repo: string) => Promise<number | null>;
+  /** false (`--no-mtp`): no speculative decoding with the model's own MTP head; absent: on where the weights carry one. */
+  mtp?: boolean;
 }
 
 interface K8sPlan {
@@ -103,7 +106,7 @@ interface K8sPlan {
   /**
    * Tokens the model's own MTP head drafts a step (speculative decoding), from the planner's model (`catalogModels`:
    * the catalog says the safetensors carry the head, engine/models/mtp.ts) — the same as the local vLLM / SGLang
-   * start's; null: no speculative flags.
+   * start's; null: no speculative flags (no head, or switched off: `--no-mtp`, and the reason says "MTP off (asked)").
    */
   mtpDraft: number | null;
   reason: string;
@@ -209,7 +212,7 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
         `${repo} (${gib(m.weightsBytes)} of weights${src}) + ${kvNote} for ${counted(p.perRank, "sequence")} × ${ctx} tokens per rank` +
         ` over tensor parallel ${p.tp}: ${gib(p.needPerGpu)} per GPU of ${gib(o.node.gpuBytes)} (${o.node.gpuName})` +
         `${p.dp > 1 ? `; data parallel ${p.dp} (${p.tp * p.dp} GPUs per pod, ${p.perRank} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}` +
-        (m.mtpDraft ? `; speculative decoding with the model's own MTP head (${m.mtpDraft} draft tokens a step)` : "") +
+        (m.mtpDraft ? `; speculative decoding with the model's own MTP head (${m.mtpDraft} draft tokens a step)` : m.mtpOff ? `; ${MTP_OFF}` : "") +
         " (sized by the planner's sizer, as ocw fit --runtime vllm|sglang)",
     };
   };
@@ -223,7 +226,7 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
     if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
     let ms: ParallelModel[];
     if (e) {
-      const all = await catalogModels(e, o.runtime, sizer, fp8First);
+      const all = await catalogModels(e, o.runtime, sizer, fp8First, o.mtp !== false);
       const exact = all.filter((m) => m.source.toLowerCase() === o.model!.toLowerCase());
       ms = exact.length ? exact : all;
     } else {
@@ -261,7 +264,7 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
   const tried: string[] = [];
   for (const e of CATALOG.filter((c) => c.autoPick && servedBy(c, o.runtime))) {
     if (ctx > e.contextLength) continue;
-    for (const m of await catalogModels(e, o.runtime, sizer, fp8First)) {
+    for (const m of await catalogModels(e, o.runtime, sizer, fp8First, o.mtp !== false)) {
       const p = size(m);
       if (p) return finish(e, m, p);
       tried.push(`${e.id} ${m.dtype ?? ""} ${gib(m.weightsBytes)}`.replace("  ", " "));

@@ -170,3 +170,19 @@ describe("vLLM / SGLang: tensor × data parallel", () => {
     expect(p.kvPerGpu).toBeGreaterThanOrEqual(2 * 32768 * 28 * 1024);
   });
 });
+
+describe("MTP switched off (asked): `mtp: false`, as `ocw setup|fit --runtime vllm|sglang --no-mtp`", () => {
+  it("vLLM and SGLang: no --speculative-… flags and the reason says so; the default keeps them", async () => {
+    for (const runtime of ["vllm", "sglang"] as const) {
+      const o = { runtime, dev: machine(2, "NVIDIA H100 80GB HBM3", 81559), slots: 4, minCtx: 32768, model: "qwen3.6-27b", verified: () => false, hub: false };
+      const off = await proposeParallel({ ...o, mtp: false });
+      expect(commandWords(off.pick!.command).args.filter((a) => a.startsWith("--speculative-"))).toEqual([]);
+      expect(off.pick!.reason).toMatch(/MTP off \(asked\)/);
+      expect(off.pick!.mtp).toBe("off");
+      const on = await proposeParallel(o);
+      expect(commandWords(on.pick!.command).args.some((a) => a.startsWith("--speculative-"))).toBe(true);
+      expect(on.pick!.reason).not.toMatch(/MTP off/);
+      expect(on.pick!.mtp).toBe("on");
+    }
+  });
+});

@@ -23,7 +23,10 @@ import {
   hubHeaders,
   listRepoFiles,
   makerRepo,
+  MTP_OFF,
   mtpOf,
+  mtpPlan,
+  mtpState,
   PARALLEL_OVERHEAD,
   type ParallelModel,
   type ParallelPlan,
@@ -120,12 +123,16 @@ function modelFromConfig(name: string, cfg: HfConfig): Pick<ParallelModel, "nHea
   return { nHead, nHeadKv, hparams: catalogHparams(fake), contextLength: ctx };
 }
 
-/** A catalog entry's safetensors variants (highest precision first), sized by the Hub when it answers. */
+/**
+ * A catalog entry's safetensors variants (highest precision first), sized by the Hub when it answers. `mtp` false: the
+ * person switched speculative decoding with the model's own MTP head off (engine/models/mtp.ts).
+ */
 export async function catalogModels(
   e: CatalogEntry,
   runtime: "vllm" | "sglang",
   hub: { size(repo: string): Promise<number | null> },
   fp8First = false,
+  mtp = true,
 ): Promise<ParallelModel[]> {
   const maker = makerRepo(e);
   const listed: CatalogWeights[] =
@@ -152,7 +159,7 @@ export async function catalogModels(
       servedName: targetSlug({ model: w.repo.split("/").pop()!, quant: null }),
       activeParams: e.activeParamsB * 1e9,
       experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used, share: e.spec.moe.expertShare } : null,
-      ...(mtpOf(e)?.safetensors ? { mtpDraft: mtpOf(e)!.draftTokens } : {}),
+      ...mtpPlan(mtpOf(e), "safetensors", mtp),
     });
   }
   return out;
@@ -192,13 +199,14 @@ export async function resolveParallelModel(
   env: NodeJS.ProcessEnv = process.env,
   hubEnabled = true,
   fp8First = false,
+  mtp = true,
 ): Promise<ParallelModel[]> {
   const found = findCatalog(name) ?? CATALOG.find((c) => c.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
   // the Hub's sizes kept from an earlier listing (offline too), laid over the catalog's figures
   const entry = found && hubEnabled ? withHubSizes([found], readHubSizes(env))[0] : found;
   const hub = new HubSizer(env, hubEnabled);
   if (entry) {
-    const all = await catalogModels(entry, runtime, hub, fp8First);
+    const all = await catalogModels(entry, runtime, hub, fp8First, mtp);
     const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
     return exact.length ? exact : all;
   }
@@ -288,11 +296,20 @@ export async function proposeParallel(o: {
   env?: NodeJS.ProcessEnv;
   max?: number;
   hub?: boolean;
+  /** false: no speculative decoding with the model's own MTP head (`--no-mtp`); absent: on where the weights carry one. */
+  mtp?: boolean;
 }): Promise<ParallelProposal> {
   const name = o.runtime === "vllm" ? "vLLM" : "SGLang";
   // bad input first (a GGUF, a missing folder), then whether the machine can run it
   const named = o.model
-    ? await resolveParallelModel(o.model, o.runtime, o.env ?? process.env, o.hub !== false, o.dev.gpus.length > 0 && o.dev.gpus.every((g) => hasFp8(g.name)))
+    ? await resolveParallelModel(
+        o.model,
+        o.runtime,
+        o.env ?? process.env,
+        o.hub !== false,
+        o.dev.gpus.length > 0 && o.dev.gpus.every((g) => hasFp8(g.name)),
+        o.mtp !== false,
+      )
     : null;
   if (!o.dev.gpus.length) {
     return {
@@ -321,7 +338,7 @@ export async function proposeParallel(o: {
     const catalog = o.hub === false ? CATALOG : withHubSizes(CATALOG, readHubSizes(env));
     for (const e of catalog.filter((c) => c.autoPick && servedBy(c, o.runtime))) {
       if (found.length >= (o.max ?? 3)) break;
-      const pick = first(await catalogModels(e, o.runtime, hub, fp8));
+      const pick = first(await catalogModels(e, o.runtime, hub, fp8, o.mtp !== false));
       if (pick) found.push(pick);
     }
     if (found.length) return { pick: found[0]!, alternatives: found.slice(1), problem: null };
@@ -424,8 +441,10 @@ function toParallelPick(m: ParallelModel, p: ParallelPlan, runtime: "vllm" | "sg
       (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : "") +
       (speed
         ? `; ≈ ${speed.decodeTokPerSecPerSlot} tokens/s per sequence (${speed.decodeTokPerSecTotal} in all), prompt ≈ ${speed.prefillTokPerSec} tokens/s, estimated`
-        : ""),
+        : "") +
+      (m.mtpOff ? `; ${MTP_OFF}` : ""),
     parallel: { tensor: p.tp, data: p.dp },
+    ...mtpState(m),
     ...(speed ? { speed } : {}),
   };
 }

@@ -62,7 +62,7 @@ export async function setupFit(input: FitInput, extra: { ledger?: readonly Ledge
   const { hw, bin } = hardware();
   try {
     const catalog = extra.ledger?.length ? rankByLedger(CATALOG, extra.ledger, targetModel()) : undefined;
-    return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx, allowSlow: i.allowSlow }, await hw, { llamaServer: bin, catalog });
+    return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx, allowSlow: i.allowSlow, mtp: i.mtp }, await hw, { llamaServer: bin, catalog });
   } catch (e) {
     if (isSetupError(e, "input")) throw new SetupApiInputError(e.message);
     throw e;

@@ -200,10 +200,14 @@ export async function fitPlan(input: FitPlanInput, o: { hardware?: HardwareRepor
   const runtime = i.runtime ?? "llama.cpp";
   const bin = runtime === "vllm" || runtime === "sglang" ? null : safeFindLlamaServer();
   const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-  return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx, ctxPerSlot: i.ctxPerSlot, runtime: i.runtime, allowSlow: i.allowSlow }, hw, {
-    llamaServer: bin,
-    store: o.store,
-  });
+  return await planFit(
+    { model: i.model, slots: i.slots, minCtx: i.minCtx, ctxPerSlot: i.ctxPerSlot, runtime: i.runtime, allowSlow: i.allowSlow, mtp: i.mtp },
+    hw,
+    {
+      llamaServer: bin,
+      store: o.store,
+    },
+  );
 }
 
 /** `ocw doctor`: hardware, the llama-server found, the model servers ocw started, and how workers are contained. */

@@ -153,11 +153,13 @@ async function planOtherPhase(c: StartCtx): Promise<OtherPlan> {
   const hw = o.hardware ?? (await detectHardware({}));
   // the same planner as `ocw fit --runtime vllm|sglang`: safetensors weights, tensor × data parallel over the GPUs
   const planOn = (h: typeof hw) =>
-    planFit({ runtime, model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx }, h, { store: o.store }).catch((e) => {
-      if (isSetupError(e, "input"))
-        throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
-      throw e;
-    });
+    planFit({ runtime, model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, mtp: input.mtp }, h, { store: o.store }).catch(
+      (e) => {
+        if (isSetupError(e, "input"))
+          throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+        throw e;
+      },
+    );
   const idOf = (p: FitPick) => {
     const w = commandWords(p.command).args;
     return input.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;

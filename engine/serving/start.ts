@@ -418,7 +418,16 @@ async function planLlamaPhase(c: StartCtx): Promise<LlamaPlan> {
   let cacheNote = "";
   const planOnce = (h: HardwareReport, llamaServer: string | null, nvcc: boolean | undefined, cacheType: SetupStartInput["cacheType"]) =>
     planFit(
-      { model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, cacheType, runtime: "llama.cpp", allowSlow: input.allowSlow },
+      {
+        model: input.model,
+        slots: input.slots,
+        minCtx: input.minCtx,
+        ctxPerSlot: input.ctx,
+        cacheType,
+        runtime: "llama.cpp",
+        allowSlow: input.allowSlow,
+        mtp: input.mtp,
+      },
       h,
       {
         llamaServer,
