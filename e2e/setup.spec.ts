@@ -173,6 +173,40 @@ test("2×24 GB machine: both GPUs listed, one replica per GPU (a pool), a chart 
   await shot(page, "04-your-choice", mine);
 });
 
+test("1 × H100: the MTP checkbox shows only for a picked model with a head, checked; unchecked, the plan loses the speculative flags and says so", async ({
+  page,
+}) => {
+  // a dead Hub: the vLLM plans size the weights from the catalog at once
+  const h100 = await engineOn([{ name: "NVIDIA H100 80GB HBM3", totalMiB: 81559 }], 256, { HF_ENDPOINT: "http://127.0.0.1:9" });
+  await open(page, h100);
+  const box = page.getByRole("checkbox", { name: "Speculative decoding (MTP)" });
+  const rec = page.getByRole("region", { name: "Recommended setup" });
+  // the engine's recommendation here ships no MTP head: no checkbox for it
+  const fit = await h100.client.setup.fit.query({});
+  expect(fit.pick?.runtime).toBe("vllm");
+  expect(fit.pick?.mtp).toBeUndefined();
+  await expect(rec).toContainText("vllm");
+  await expect(box).toHaveCount(0);
+  // Qwen3.6-27B's safetensors carry one: planned with vLLM on this datacenter GPU, drafting by default
+  await page.getByRole("button", { name: "Plan Qwen3.6-27B", exact: true }).click();
+  const mine = page.getByRole("region", { name: "Your choice" });
+  await expect(mine.getByLabel("vllm command")).toContainText("--speculative-config");
+  await expect(box).toBeChecked();
+  await expect(page.getByText("faster for one worker; at many workers at once it can lower total throughput")).toBeVisible();
+  await expect(box).toHaveAccessibleDescription("faster for one worker; at many workers at once it can lower total throughput");
+  await shot(page, "05-mtp-on", box);
+  await box.uncheck();
+  await expect(mine.getByLabel("vllm command")).not.toContainText("--speculative");
+  await expect(mine).toContainText("MTP off (asked)");
+  await expect(mine.getByLabel("ocw setup command")).toContainText("--no-mtp");
+  await expect(box).not.toBeChecked();
+  await shot(page, "06-mtp-off", mine);
+  // checked again: the head drafts again
+  await box.check();
+  await expect(mine.getByLabel("vllm command")).toContainText("--speculative-config");
+  await expect(mine).not.toContainText("MTP off");
+});
+
 test("capture: a dead URL says so and saves nothing; a working server is verified (tool call included), saved and active", async ({ page }) => {
   await open(page, cpu);
   await page.getByRole("radio", { name: "Capture a running server" }).check();

@@ -30,6 +30,8 @@ export function Setup() {
   const [route, setRoute] = useState<Route>("local");
   const [slots, setSlots] = useState("");
   const [minCtx, setMinCtx] = useState(32768);
+  /** Speculative decoding with the model's own MTP head (on by default; the checkbox shows where the pick has a head). */
+  const [mtp, setMtp] = useState(true);
   const [fit, setFit] = useState<FitResult | null>(null);
   const [fitError, setFitError] = useState<string | null>(null);
   const [catalog, setCatalog] = useState<CatalogView[] | null>(null);
@@ -62,6 +64,8 @@ export function Setup() {
       runtime: pick.runtime,
       slots: pick.slots,
       minCtx: Math.min(minCtx, pick.ctxPerSlot),
+      // the choice the card was planned with: off, the started server's argv has no speculative flags
+      ...(pick.mtp === "off" ? { mtp: false } : {}),
       ...(pick.runtime === "llama.cpp" && llamaPath.trim() ? { llamaServer: llamaPath.trim() } : {}),
       // the KV cache the card shows is the one started (the engine says so when it no longer fits)
       ...(pick.runtime === "llama.cpp" && (pick.cacheType === "f16" || pick.cacheType === "q8_0" || pick.cacheType === "q4_0")
@@ -72,8 +76,14 @@ export function Setup() {
 
   const slotsN = slots.trim() ? Number(slots) : undefined;
   const query = useCallback(
-    (model?: string) => api.setup.fit.query({ ...(model ? { model } : {}), ...(slotsN && Number.isInteger(slotsN) ? { slots: slotsN } : {}), minCtx }),
-    [slotsN, minCtx],
+    (model?: string) =>
+      api.setup.fit.query({
+        ...(model ? { model } : {}),
+        ...(slotsN && Number.isInteger(slotsN) ? { slots: slotsN } : {}),
+        minCtx,
+        ...(mtp ? {} : { mtp: false }),
+      }),
+    [slotsN, minCtx, mtp],
   );
 
   useEffect(() => {
@@ -118,13 +128,21 @@ export function Setup() {
   );
   useEffect(() => {
     if (chosen) plan(chosen);
-    // re-plan the chosen model when slots or the minimum context change
+    // re-plan the chosen model when slots, the minimum context or the MTP choice change
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [slotsN, minCtx]);
+  }, [slotsN, minCtx, mtp]);
 
   const repoOf = (id: string) => catalog?.find((c) => c.id === id)?.repo;
   const nameOf = (id: string) => catalog?.find((c) => c.id === id)?.name ?? id;
   const hw = fit?.hardware ?? null;
+  // the picked model (recommended or chosen) has an MTP head its runtime can draft with; while a plan is on its way the
+  // checkbox stays as it was (it would blink out under the pointer when its own change re-plans)
+  const head = !!(fit?.pick?.mtp || chosenFit?.pick?.mtp);
+  const planning = loading || (!!chosen && !chosenFit && !chosenError);
+  const [hasHead, setHasHead] = useState(false);
+  useEffect(() => {
+    if (!planning) setHasHead(head);
+  }, [head, planning]);
 
   return (
     <div className="wizard">
@@ -168,6 +186,24 @@ export function Setup() {
                 ))}
               </select>
             </label>
+            {hasHead && (
+              <div className="field">
+                <label className="opt">
+                  <input
+                    type="checkbox"
+                    name="mtp"
+                    aria-label="Speculative decoding (MTP)"
+                    aria-describedby="mtp-hint"
+                    checked={mtp}
+                    onChange={(e) => setMtp(e.target.checked)}
+                  />
+                  <span>Speculative decoding with the model's MTP head</span>
+                </label>
+                <span id="mtp-hint" className="small muted">
+                  faster for one worker; at many workers at once it can lower total throughput
+                </span>
+              </div>
+            )}
             <div className="llama-path">
               <label className="field">
                 <span>llama-server binary (optional: an absolute path on the engine's machine; empty: the one found, else the prebuilt release)</span>

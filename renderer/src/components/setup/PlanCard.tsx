@@ -12,9 +12,11 @@ import { EngineText } from "../EngineText";
 function setupCommand(pick: FitPick, repoOf: (id: string) => string | undefined): string {
   const repo = repoOf(pick.model);
   const model = repo ? `${repo}${pick.quant ? `:${pick.quant}` : ""}` : pick.model;
+  // the model's MTP head switched off (the Setup page's checkbox): the command's own switch
+  const mtp = pick.mtp === "off" ? " --no-mtp" : "";
   // vLLM / SGLang load the catalog id's safetensors weights; llama.cpp the GGUF repo:QUANT
-  if (pick.runtime !== "llama.cpp") return `ocw setup --runtime ${pick.runtime} --model ${sh(pick.model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}`;
-  return `ocw setup --runtime llama.cpp --model ${sh(model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}`;
+  if (pick.runtime !== "llama.cpp") return `ocw setup --runtime ${pick.runtime} --model ${sh(pick.model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}${mtp}`;
+  return `ocw setup --runtime llama.cpp --model ${sh(model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}${mtp}`;
 }
 
 export function PlanCard({
