@@ -189,18 +189,11 @@ export function Setup() {
             {hasHead && (
               <div className="field">
                 <label className="opt">
-                  <input
-                    type="checkbox"
-                    name="mtp"
-                    aria-label="Speculative decoding (MTP)"
-                    aria-describedby="mtp-hint"
-                    checked={mtp}
-                    onChange={(e) => setMtp(e.target.checked)}
-                  />
-                  <span>Speculative decoding with the model's MTP head</span>
+                  <input type="checkbox" name="mtp" aria-describedby="mtp-hint" checked={mtp} onChange={(e) => setMtp(e.target.checked)} />
+                  <span>Speculative decoding (MTP)</span>
                 </label>
                 <span id="mtp-hint" className="small muted">
-                  faster for one worker; at many workers at once it can lower total throughput
+                  with the model's own MTP head: faster for one worker; at many workers at once it can lower total throughput
                 </span>
               </div>
             )}
