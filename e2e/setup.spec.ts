@@ -193,7 +193,7 @@ test("1 × H100: the MTP checkbox shows only for a picked model with a head, che
   await expect(mine.getByLabel("vllm command")).toContainText("--speculative-config");
   await expect(box).toBeChecked();
   await expect(page.getByText("faster for one worker; at many workers at once it can lower total throughput")).toBeVisible();
-  await expect(box).toHaveAccessibleDescription("faster for one worker; at many workers at once it can lower total throughput");
+  await expect(box).toHaveAccessibleDescription("with the model's own MTP head: faster for one worker; at many workers at once it can lower total throughput");
   await shot(page, "05-mtp-on", box);
   await box.uncheck();
   await expect(mine.getByLabel("vllm command")).not.toContainText("--speculative");
