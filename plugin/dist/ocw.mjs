@@ -45564,45 +45564,149 @@ var EngineLock = external_exports.object({
 });
 var VERSION = "0.1.0";
 
-// engine/commands/deploy.ts
-import { mkdirSync as mkdirSync5, mkdtempSync, writeFileSync as writeFileSync5 } from "node:fs";
-import os2 from "node:os";
-import path10 from "node:path";
-
-// shared/deploy.ts
-var KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
-var API_KEY_ENTRY = "api-key";
-function secretManifest(name, namespace, key) {
-  return {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } },
-    type: "Opaque",
-    stringData: { [API_KEY_ENTRY]: key }
-  };
-}
-var Flag = external_exports.string().max(1e3).optional();
-var DeployK8sInput = external_exports.object({
-  runtime: Flag,
-  kind: Flag,
-  model: Flag,
-  slots: Flag,
-  ctx: Flag,
-  gpus: Flag,
-  vendor: Flag,
-  tp: Flag,
-  dataParallel: Flag,
-  replicas: Flag,
-  name: Flag,
-  namespace: Flag,
-  apiKeySecret: Flag,
-  hfTokenSecret: Flag,
-  image: Flag,
-  toolCallParser: Flag,
-  cachePvc: Flag,
-  cacheSize: Flag,
-  storageClass: Flag
+// engine/config.ts
+var num = (def) => external_exports.coerce.number().finite().catch(def).default(def);
+var str = () => external_exports.string().min(1).optional().catch(void 0);
+var raw = () => external_exports.string().optional().catch(void 0);
+var flag = () => external_exports.enum(["1", "0", "true", "false"]).optional().catch(void 0).transform((v) => v === "1" || v === "true");
+var ConfigSchema = external_exports.object({
+  // where things are
+  OCW_STATE_DIR: str().describe("the state dir (lock, logs, workspaces, targets); default: the platform's per-user data dir"),
+  OCW_ROOT: str().describe("the install root (protocol/, packs/); default: found from the bundle's location"),
+  OCW_PACKS_DIR: str().describe("where target packs and ladder grades live; default: <root>/packs"),
+  OCW_BUNDLE: str().describe("the ocw bundle a client starts the engine with; default: the running script"),
+  OCW_OPENCODE_BIN: str().describe("the opencode binary; default: the pinned opencode-ai package's"),
+  OCW_OPENCODE_NPM_REGISTRY: str().describe("npm registry opencode may use for plugins; default: nowhere (offline)"),
+  OCW_BWRAP: str().describe("the bubblewrap binary; default: bwrap on PATH"),
+  // behaviour
+  OCW_NO_SANDBOX: flag().describe("1: run workers without the OS sandbox (the person's explicit opt-out)"),
+  OCW_SANDBOX_READONLY: str().describe(
+    'extra folders (":"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list'
+  ),
+  OCW_GIT_READ_SEC: num(600).describe(
+    "wall-clock seconds the engine's git may take over a worker's files at grading (a FIFO named .gitignore makes git wait for good): past them the grading fails and says why"
+  ),
+  OCW_COMMAND_TIMEOUT_SEC: num(600).describe("wall-clock seconds one worker command may run, whatever timeout the model asked for"),
+  OCW_COMMAND_MAX_PROCS: num(1024).describe(
+    "processes (tasks) a worker command or check may have: its cgroup's pids.max where cgroups bind, and RLIMIT_NPROC (which the kernel does not apply to root)"
+  ),
+  OCW_COMMAND_MAX_MEM_MB: num(8192).describe(
+    "memory of a worker command or check, MiB: its cgroup's memory limit (all its processes and in-memory files, no swap) where cgroups bind, and RLIMIT_DATA per process"
+  ),
+  OCW_COMMAND_CPU_SEC: num(1800).describe("CPU seconds per process of a worker command or check (RLIMIT_CPU)"),
+  OCW_COMMAND_MAX_FILE_MB: num(4096).describe("largest file a worker command or check may write, MiB (RLIMIT_FSIZE)"),
+  OCW_COMMAND_OUTPUT_MB: num(8).describe("output kept of one worker command or check, MiB; the rest is dropped"),
+  OCW_SNAPSHOT_MAX_FILES: num(2e4).describe("new files a worker's snapshot may add (untracked, not ignored); past it nothing is graded"),
+  OCW_SNAPSHOT_MAX_MB: num(1024).describe("bytes a worker's snapshot may add in all, MiB; past it nothing is graded"),
+  OCW_SNAPSHOT_FILE_MAX_MB: num(100).describe("largest file a worker's snapshot may hold, MiB; past it nothing is graded"),
+  OCW_SNAPSHOT_GIT: flag().describe(
+    "1: the engine's commit of a worker's files always made by git itself (add, write-tree, commit-tree), never inside the engine"
+  ),
+  OCW_SANDBOX_TMPFS_MB: num(256).describe("size of each in-memory folder of a sandbox ($HOME, /tmp, /run, /dev/shm \u2026), MiB"),
+  OCW_LIMITS: str().describe(
+    "prlimit: keep the per-process limits only; default: a cgroup per worker command and check where cgroups are writable (v2 delegated, else v1 pids+memory), a systemd-run scope per check where a user systemd runs"
+  ),
+  OCW_WORKER_WALL_SEC: num(14400).describe("wall-clock seconds a worker may run when its task names no budget (0: no limit)"),
+  OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
+  OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
+  OCW_POOL_PROBE_MS: num(2e3).describe("how often the endpoints of pool targets with work are read (health, live load)"),
+  OCW_MODEL_PROBE_MS: num(5e3).describe("how often the engine checks that the active target's model server answers"),
+  OCW_HANDOVER_SEC: num(30).describe("seconds a worker waits for a person before its model slot goes to the next queued worker"),
+  OCW_DEBUG: flag().describe("1: print stacks of unexpected CLI errors"),
+  // model setup
+  OCW_RAM_BYTES: str().describe("host memory ocw plans with, in bytes (a container's limit, a shared machine); default: what the OS reports"),
+  OCW_RAM_BANDWIDTH_GBPS: str().describe("host memory bandwidth in GB/s for speed estimates; default: an assumed 60"),
+  OCW_HF_ENDPOINT: str().describe("the Hugging Face Hub endpoint (a mirror, tests); default: https://huggingface.co"),
+  OCW_LLAMA_TAG: str().describe("the llama.cpp release tag to install; default: the pinned one (its assets need sha256 digests)"),
+  OCW_LLAMA_RELEASES_URL: raw().describe("a release listing (JSON) to install llama.cpp from (a mirror, tests)"),
+  OCW_LLAMA_CACHE: raw().describe("where llama-server builds and downloads are cached; default: ~/.cache/opencode-worker/llama"),
+  OCW_LLAMA_BUILD_SCRIPT: str().describe("the llama-server build script; default: scripts/build-llama-server.sh of this install"),
+  OCW_NVCC: raw().describe('the nvcc a CUDA source build uses; "" = none; default: PATH, CUDA_HOME, /usr/local/cuda'),
+  OCW_VLLM_BIN: str().describe("the vllm binary; default: vllm on PATH"),
+  OCW_PYTHON: str().describe("the Python that runs SGLang/vLLM modules; default: python3 on PATH"),
+  OCW_CONTAINER_ENGINE: str().describe("podman or docker for runtime images; default: whichever is on PATH"),
+  OCW_VLLM_IMAGE: str().describe("the vLLM image; default: the pinned one (newest family minimum in the catalog)"),
+  OCW_SGLANG_IMAGE: str().describe("the SGLang image; default: the pinned one"),
+  OCW_KEYCHAIN: str().describe("off: API keys set from the GUI go to a 0600 file under the state dir, never the OS keychain"),
+  OCW_SUPERVISE: str().describe("0: model servers the engine starts run unsupervised (detached)"),
+  OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
+  OCW_SETUP_BENCH_SEC: num(30).describe("seconds the benchmark after a model server starts (or is captured) may take; 0 skips it")
 });
+var KEYS = Object.keys(ConfigSchema.shape);
+var last = null;
+function config2(env2 = process.env) {
+  let key = "";
+  for (const k of KEYS) {
+    const v = env2[k];
+    key += v === void 0 ? "-" : `+${v.length}:${v}`;
+  }
+  if (last?.key !== key) last = { key, config: ConfigSchema.parse(env2) };
+  return { ...last.config };
+}
+
+// engine/api/launcher.ts
+import { spawn as spawn2 } from "node:child_process";
+import { existsSync as existsSync3, rmSync as rmSync3, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
+import path8 from "node:path";
+
+// shared/engine-build.ts
+function compareVersions(a2, b) {
+  const parts = (v) => /^v?(\d+(?:\.\d+)*)/.exec(v.trim())?.[1]?.split(".").map(Number) ?? null;
+  const x = parts(a2);
+  const y = parts(b);
+  if (!x || !y) return null;
+  for (let i2 = 0; i2 < Math.max(x.length, y.length); i2++) {
+    const d = (x[i2] ?? 0) - (y[i2] ?? 0);
+    if (d !== 0) return d < 0 ? -1 : 1;
+  }
+  return 0;
+}
+function engineIsOlder(engine, client2) {
+  if (!client2 || compareVersions(client2, client2) === null) return false;
+  if (!engine) return true;
+  if (!engine.version) return false;
+  return compareVersions(engine.version, client2) === -1;
+}
+function engineVersionText(engine) {
+  return engine?.version ?? (engine ? "of an unknown version" : "0.1.22 or older");
+}
+
+// engine/api/build-info.ts
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+function bundleOf(file3) {
+  if (path.basename(file3) === "ocw.mjs" && path.basename(path.dirname(file3)) === "dist") return file3;
+  const beside = path.join(path.dirname(path.dirname(file3)), "dist", "ocw.mjs");
+  return existsSync(beside) ? beside : file3;
+}
+function versionNear(bundle) {
+  const root2 = path.dirname(path.dirname(bundle));
+  for (const manifest of [path.join(root2, ".claude-plugin", "plugin.json"), path.join(root2, "plugin", ".claude-plugin", "plugin.json")]) {
+    try {
+      const v = JSON.parse(readFileSync(manifest, "utf8")).version;
+      if (typeof v === "string" && v.trim()) return v.trim().slice(0, 100);
+    } catch {
+    }
+  }
+  return null;
+}
+var releaseOf = (file3) => versionNear(bundleOf(path.resolve(file3)));
+var builds = /* @__PURE__ */ new Map();
+function buildOf(file3) {
+  const bundle = bundleOf(path.resolve(file3));
+  let b = builds.get(bundle);
+  if (!b) {
+    let id3 = "unknown";
+    try {
+      id3 = createHash("sha256").update(readFileSync(bundle)).digest("hex").slice(0, 12);
+    } catch {
+    }
+    b = { version: versionNear(bundle), id: id3 };
+    builds.set(bundle, b);
+  }
+  return b;
+}
 
 // node_modules/@trpc/server/dist/observable-kpFFzvou.mjs
 function isObservable(x) {
@@ -50464,149 +50568,6 @@ async function healthy(lock2, timeoutMs = 2e3) {
   return await engineHealth(lock2, timeoutMs) !== null;
 }
 
-// engine/config.ts
-var num = (def) => external_exports.coerce.number().finite().catch(def).default(def);
-var str = () => external_exports.string().min(1).optional().catch(void 0);
-var raw = () => external_exports.string().optional().catch(void 0);
-var flag = () => external_exports.enum(["1", "0", "true", "false"]).optional().catch(void 0).transform((v) => v === "1" || v === "true");
-var ConfigSchema = external_exports.object({
-  // where things are
-  OCW_STATE_DIR: str().describe("the state dir (lock, logs, workspaces, targets); default: the platform's per-user data dir"),
-  OCW_ROOT: str().describe("the install root (protocol/, packs/); default: found from the bundle's location"),
-  OCW_PACKS_DIR: str().describe("where target packs and ladder grades live; default: <root>/packs"),
-  OCW_BUNDLE: str().describe("the ocw bundle a client starts the engine with; default: the running script"),
-  OCW_OPENCODE_BIN: str().describe("the opencode binary; default: the pinned opencode-ai package's"),
-  OCW_OPENCODE_NPM_REGISTRY: str().describe("npm registry opencode may use for plugins; default: nowhere (offline)"),
-  OCW_BWRAP: str().describe("the bubblewrap binary; default: bwrap on PATH"),
-  // behaviour
-  OCW_NO_SANDBOX: flag().describe("1: run workers without the OS sandbox (the person's explicit opt-out)"),
-  OCW_SANDBOX_READONLY: str().describe(
-    'extra folders (":"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list'
-  ),
-  OCW_GIT_READ_SEC: num(600).describe(
-    "wall-clock seconds the engine's git may take over a worker's files at grading (a FIFO named .gitignore makes git wait for good): past them the grading fails and says why"
-  ),
-  OCW_COMMAND_TIMEOUT_SEC: num(600).describe("wall-clock seconds one worker command may run, whatever timeout the model asked for"),
-  OCW_COMMAND_MAX_PROCS: num(1024).describe(
-    "processes (tasks) a worker command or check may have: its cgroup's pids.max where cgroups bind, and RLIMIT_NPROC (which the kernel does not apply to root)"
-  ),
-  OCW_COMMAND_MAX_MEM_MB: num(8192).describe(
-    "memory of a worker command or check, MiB: its cgroup's memory limit (all its processes and in-memory files, no swap) where cgroups bind, and RLIMIT_DATA per process"
-  ),
-  OCW_COMMAND_CPU_SEC: num(1800).describe("CPU seconds per process of a worker command or check (RLIMIT_CPU)"),
-  OCW_COMMAND_MAX_FILE_MB: num(4096).describe("largest file a worker command or check may write, MiB (RLIMIT_FSIZE)"),
-  OCW_COMMAND_OUTPUT_MB: num(8).describe("output kept of one worker command or check, MiB; the rest is dropped"),
-  OCW_SNAPSHOT_MAX_FILES: num(2e4).describe("new files a worker's snapshot may add (untracked, not ignored); past it nothing is graded"),
-  OCW_SNAPSHOT_MAX_MB: num(1024).describe("bytes a worker's snapshot may add in all, MiB; past it nothing is graded"),
-  OCW_SNAPSHOT_FILE_MAX_MB: num(100).describe("largest file a worker's snapshot may hold, MiB; past it nothing is graded"),
-  OCW_SNAPSHOT_GIT: flag().describe(
-    "1: the engine's commit of a worker's files always made by git itself (add, write-tree, commit-tree), never inside the engine"
-  ),
-  OCW_SANDBOX_TMPFS_MB: num(256).describe("size of each in-memory folder of a sandbox ($HOME, /tmp, /run, /dev/shm \u2026), MiB"),
-  OCW_LIMITS: str().describe(
-    "prlimit: keep the per-process limits only; default: a cgroup per worker command and check where cgroups are writable (v2 delegated, else v1 pids+memory), a systemd-run scope per check where a user systemd runs"
-  ),
-  OCW_WORKER_WALL_SEC: num(14400).describe("wall-clock seconds a worker may run when its task names no budget (0: no limit)"),
-  OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
-  OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
-  OCW_POOL_PROBE_MS: num(2e3).describe("how often the endpoints of pool targets with work are read (health, live load)"),
-  OCW_MODEL_PROBE_MS: num(5e3).describe("how often the engine checks that the active target's model server answers"),
-  OCW_HANDOVER_SEC: num(30).describe("seconds a worker waits for a person before its model slot goes to the next queued worker"),
-  OCW_DEBUG: flag().describe("1: print stacks of unexpected CLI errors"),
-  // model setup
-  OCW_RAM_BYTES: str().describe("host memory ocw plans with, in bytes (a container's limit, a shared machine); default: what the OS reports"),
-  OCW_RAM_BANDWIDTH_GBPS: str().describe("host memory bandwidth in GB/s for speed estimates; default: an assumed 60"),
-  OCW_HF_ENDPOINT: str().describe("the Hugging Face Hub endpoint (a mirror, tests); default: https://huggingface.co"),
-  OCW_LLAMA_TAG: str().describe("the llama.cpp release tag to install; default: the pinned one (its assets need sha256 digests)"),
-  OCW_LLAMA_RELEASES_URL: raw().describe("a release listing (JSON) to install llama.cpp from (a mirror, tests)"),
-  OCW_LLAMA_CACHE: raw().describe("where llama-server builds and downloads are cached; default: ~/.cache/opencode-worker/llama"),
-  OCW_LLAMA_BUILD_SCRIPT: str().describe("the llama-server build script; default: scripts/build-llama-server.sh of this install"),
-  OCW_NVCC: raw().describe('the nvcc a CUDA source build uses; "" = none; default: PATH, CUDA_HOME, /usr/local/cuda'),
-  OCW_VLLM_BIN: str().describe("the vllm binary; default: vllm on PATH"),
-  OCW_PYTHON: str().describe("the Python that runs SGLang/vLLM modules; default: python3 on PATH"),
-  OCW_CONTAINER_ENGINE: str().describe("podman or docker for runtime images; default: whichever is on PATH"),
-  OCW_VLLM_IMAGE: str().describe("the vLLM image; default: the pinned one (newest family minimum in the catalog)"),
-  OCW_SGLANG_IMAGE: str().describe("the SGLang image; default: the pinned one"),
-  OCW_KEYCHAIN: str().describe("off: API keys set from the GUI go to a 0600 file under the state dir, never the OS keychain"),
-  OCW_SUPERVISE: str().describe("0: model servers the engine starts run unsupervised (detached)"),
-  OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
-  OCW_SETUP_BENCH_SEC: num(30).describe("seconds the benchmark after a model server starts (or is captured) may take; 0 skips it")
-});
-var KEYS = Object.keys(ConfigSchema.shape);
-var last = null;
-function config2(env2 = process.env) {
-  let key = "";
-  for (const k of KEYS) {
-    const v = env2[k];
-    key += v === void 0 ? "-" : `+${v.length}:${v}`;
-  }
-  if (last?.key !== key) last = { key, config: ConfigSchema.parse(env2) };
-  return { ...last.config };
-}
-
-// engine/api/launcher.ts
-import { spawn as spawn2 } from "node:child_process";
-import { existsSync as existsSync3, rmSync as rmSync3, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
-import path8 from "node:path";
-
-// shared/engine-build.ts
-function compareVersions(a2, b) {
-  const parts = (v) => /^v?(\d+(?:\.\d+)*)/.exec(v.trim())?.[1]?.split(".").map(Number) ?? null;
-  const x = parts(a2);
-  const y = parts(b);
-  if (!x || !y) return null;
-  for (let i2 = 0; i2 < Math.max(x.length, y.length); i2++) {
-    const d = (x[i2] ?? 0) - (y[i2] ?? 0);
-    if (d !== 0) return d < 0 ? -1 : 1;
-  }
-  return 0;
-}
-function engineIsOlder(engine, client2) {
-  if (!client2 || compareVersions(client2, client2) === null) return false;
-  if (!engine) return true;
-  if (!engine.version) return false;
-  return compareVersions(engine.version, client2) === -1;
-}
-function engineVersionText(engine) {
-  return engine?.version ?? (engine ? "of an unknown version" : "0.1.22 or older");
-}
-
-// engine/api/build-info.ts
-import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
-import path from "node:path";
-function bundleOf(file3) {
-  if (path.basename(file3) === "ocw.mjs" && path.basename(path.dirname(file3)) === "dist") return file3;
-  const beside = path.join(path.dirname(path.dirname(file3)), "dist", "ocw.mjs");
-  return existsSync(beside) ? beside : file3;
-}
-function versionNear(bundle) {
-  const root2 = path.dirname(path.dirname(bundle));
-  for (const manifest of [path.join(root2, ".claude-plugin", "plugin.json"), path.join(root2, "plugin", ".claude-plugin", "plugin.json")]) {
-    try {
-      const v = JSON.parse(readFileSync(manifest, "utf8")).version;
-      if (typeof v === "string" && v.trim()) return v.trim().slice(0, 100);
-    } catch {
-    }
-  }
-  return null;
-}
-var builds = /* @__PURE__ */ new Map();
-function buildOf(file3) {
-  const bundle = bundleOf(path.resolve(file3));
-  let b = builds.get(bundle);
-  if (!b) {
-    let id3 = "unknown";
-    try {
-      id3 = createHash("sha256").update(readFileSync(bundle)).digest("hex").slice(0, 12);
-    } catch {
-    }
-    b = { version: versionNear(bundle), id: id3 };
-    builds.set(bundle, b);
-  }
-  return b;
-}
-
 // engine/api/lock.ts
 import { randomBytes } from "node:crypto";
 import { linkSync, mkdirSync as mkdirSync4, readdirSync as readdirSync3, readFileSync as readFileSync5, rmSync as rmSync2, writeFileSync as writeFileSync3 } from "node:fs";
@@ -51742,7 +51703,7 @@ async function ensureEngine(stateDir2, opts = {}) {
   let existing = readLock(stateDir2);
   const health = existing ? await engineHealth(existing) : null;
   if (existing && health) {
-    const mine = buildOf(command.bundle);
+    const mine = { version: releaseOf(command.bundle) };
     if (!engineIsOlder(health.build, mine.version)) return existing;
     const atWork = await workersAtWork(existing);
     const older = {
@@ -51818,6 +51779,48 @@ async function waitForEngine(stateDir2, timeoutMs, giveUp = () => false) {
   }
   return null;
 }
+
+// engine/commands/deploy.ts
+import { mkdirSync as mkdirSync5, mkdtempSync, writeFileSync as writeFileSync5 } from "node:fs";
+import os2 from "node:os";
+import path10 from "node:path";
+
+// shared/deploy.ts
+var KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
+var API_KEY_ENTRY = "api-key";
+function secretManifest(name, namespace, key) {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } },
+    type: "Opaque",
+    stringData: { [API_KEY_ENTRY]: key }
+  };
+}
+var Flag = external_exports.string().max(1e3).optional();
+var DeployK8sInput = external_exports.object({
+  runtime: Flag,
+  kind: Flag,
+  model: Flag,
+  slots: Flag,
+  ctx: Flag,
+  gpus: Flag,
+  vendor: Flag,
+  tp: Flag,
+  dataParallel: Flag,
+  replicas: Flag,
+  name: Flag,
+  namespace: Flag,
+  apiKeySecret: Flag,
+  hfTokenSecret: Flag,
+  image: Flag,
+  toolCallParser: Flag,
+  cachePvc: Flag,
+  cacheSize: Flag,
+  storageClass: Flag,
+  /** `--no-mtp`: false — no speculative decoding with the model's own MTP head (absent or true: on where it has one). */
+  mtp: external_exports.boolean().optional()
+});
 
 // engine/models/errors.ts
 var SetupError = class extends OcwError {
@@ -51964,7 +51967,10 @@ function registerDeployCommand(program3) {
     "--kind <kind>",
     `deployment (apps/v1 Deployment + v1 Service) or kserve (${KSERVE_API_VERSION} LLMInferenceService, vLLM with llm-d's scheduler)`,
     "deployment"
-  ).option("--model <idOrRepo>", "catalog id or Hugging Face repo with safetensors weights (default: the best catalog model that fits the node)").option("--slots <n>", "sequences served at once per pod (default 4)").option("--ctx <n>", "context each sequence gets (default 32768)").option("--gpus <spec>", "one node's GPUs: 4x80G, 8xH100=80GiB or 80G,80G (default: this machine's GPUs)").option("--vendor <name>", "nvidia (nvidia.com/gpu) or amd (amd.com/gpu); default: the detected GPUs' or nvidia").option("--tp <n>", "tensor parallel size (default: the smallest that fits)").option("--data-parallel <n>", "data-parallel ranks per pod (Deployment) or extra replicas (KServe)").option("--replicas <n>", "pods (default 1)").option("--name <name>", "name of the Kubernetes objects (default ocw-MODEL)").option("--namespace <ns>", "namespace (default: default)").option("--api-key-secret <name>", "Secret holding the API key under key api-key (default NAME-api-key; --apply creates it when missing)").option("--hf-token-secret <name>", "Secret with a Hugging Face token under key token, for gated repos").option("--image <ref>", "server image (default: a pinned vLLM/SGLang image)").option("--tool-call-parser <name>", "the runtime's tool-call parser (default: by the model's chat format)").option("--cache-pvc <claim>", "mount this existing PersistentVolumeClaim as the model cache (default: write NAME-models)").option("--cache-size <GiB>", "size of the model-cache claim ocw writes (default: the weights + 20 % + 10 GiB)").option("--storage-class <name>", "storage class of the model-cache claim (ReadWriteMany with several --replicas)").option("-o, --output <dir>", "write the manifests to DIR instead of stdout").option("--apply", "apply them with kubectl and its current context").option("--json", "print the plan, manifests and next steps as JSON").action(async (opts) => {
+  ).option("--model <idOrRepo>", "catalog id or Hugging Face repo with safetensors weights (default: the best catalog model that fits the node)").option("--slots <n>", "sequences served at once per pod (default 4)").option("--ctx <n>", "context each sequence gets (default 32768)").option("--gpus <spec>", "one node's GPUs: 4x80G, 8xH100=80GiB or 80G,80G (default: this machine's GPUs)").option("--vendor <name>", "nvidia (nvidia.com/gpu) or amd (amd.com/gpu); default: the detected GPUs' or nvidia").option("--tp <n>", "tensor parallel size (default: the smallest that fits)").option("--data-parallel <n>", "data-parallel ranks per pod (Deployment) or extra replicas (KServe)").option("--replicas <n>", "pods (default 1)").option("--name <name>", "name of the Kubernetes objects (default ocw-MODEL)").option("--namespace <ns>", "namespace (default: default)").option("--api-key-secret <name>", "Secret holding the API key under key api-key (default NAME-api-key; --apply creates it when missing)").option("--hf-token-secret <name>", "Secret with a Hugging Face token under key token, for gated repos").option("--image <ref>", "server image (default: a pinned vLLM/SGLang image)").option("--tool-call-parser <name>", "the runtime's tool-call parser (default: by the model's chat format)").option("--cache-pvc <claim>", "mount this existing PersistentVolumeClaim as the model cache (default: write NAME-models)").option("--cache-size <GiB>", "size of the model-cache claim ocw writes (default: the weights + 20 % + 10 GiB)").option("--storage-class <name>", "storage class of the model-cache claim (ReadWriteMany with several --replicas)").option(
+    "--no-mtp",
+    "no speculative decoding with the model's own MTP head (on by default where the model ships one: faster for one worker; at many workers at once it can lower total throughput)"
+  ).option("-o, --output <dir>", "write the manifests to DIR instead of stdout").option("--apply", "apply them with kubectl and its current context").option("--json", "print the plan, manifests and next steps as JSON").action(async (opts) => {
     const r = await runDeployK8s(opts);
     if (r.stdout) process.stdout.write(r.stdout);
     if (r.stderr) process.stderr.write(r.stderr);
@@ -63973,7 +63979,10 @@ function createMcpServer(opts) {
   });
   const link3 = opts.link;
   const baseDir = opts.baseDir ?? process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
-  const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: instructionsFor(opts.cli ?? "ocw") });
+  const server = new McpServer(
+    { name: SERVER_NAME, version: releaseOf(selfCommand().bundle) ?? VERSION },
+    { capabilities: { tools: {} }, instructions: instructionsFor(opts.cli ?? "ocw") }
+  );
   const clientName = () => server.server.getClientVersion()?.name ?? "mcp-client";
   const toolTimeoutMs = opts.toolTimeoutMs === void 0 ? toolTimeoutFromEnv() : opts.toolTimeoutMs;
   const waitCap = waitCapSec(toolTimeoutMs);
@@ -75882,6 +75891,14 @@ var HEADS = {
 function mtpOf(e) {
   return e.mtp ?? HEADS[e.id] ?? null;
 }
+var MTP_OFF = "MTP off (asked)";
+function mtpPlan(head, weights, on6 = true) {
+  if (!head?.[weights]) return {};
+  return on6 ? { mtpDraft: head.draftTokens } : { mtpOff: true };
+}
+function mtpState(m) {
+  return m.mtpDraft ? { mtp: "on" } : m.mtpOff ? { mtp: "off" } : {};
+}
 function llamaMtpArgs(draftTokens) {
   return draftTokens ? ["--spec-type", "draft-mtp", "--spec-draft-n-max", String(draftTokens)] : [];
 }
@@ -76266,12 +76283,14 @@ function toPick(m, p, dev, slots, toolVerified) {
     command: commandFor(m, p, gpus, slots),
     placement: p.placement,
     cacheType: p.cacheType,
-    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${counted(slots, "slot")} \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${counted(p.gpusUsed, "GPU")}` : "") + `; ${hostNote(p.host)}` + speedNote(speed),
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${counted(slots, "slot")} \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${counted(p.gpusUsed, "GPU")}` : "") + `; ${hostNote(p.host)}` + mtpNote(m) + speedNote(speed),
     ...replicas ? { replicas } : {},
+    ...mtpState(m),
     ...speed ? { speed } : {}
   };
 }
 var gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+var mtpNote = (m) => m.mtpOff ? `; ${MTP_OFF}` : "";
 function modelParams(m) {
   if (m.params) return m.params;
   const fromShapes = (m.tensors ?? []).reduce((a2, t2) => a2 + (t2.shape.length ? t2.shape.reduce((x, y) => x * y, 1) : 0), 0);
@@ -76380,14 +76399,15 @@ function toPoolPick(m, reps, _dev, toolVerified) {
     placement: "gpu",
     // one type for the pool when its replicas agree (a start pins it); mixed pools name none
     ...new Set(reps.map((r) => r.plan.cacheType)).size === 1 ? { cacheType: reps[0].plan.cacheType } : {},
-    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g2 === 1 ? "GPU" : `${g2} GPUs`} (${endpoints.map((e) => `${e.devices.join("+")}: ${counted(e.slots, "slot")}`).join(", ")}) \xD7 ${ctxPerSlot} tokens, unified KV (${caches}); one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}\xD7 the tokens at once \u2014 ocw admits each worker to a replica with a free slot`,
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g2 === 1 ? "GPU" : `${g2} GPUs`} (${endpoints.map((e) => `${e.devices.join("+")}: ${counted(e.slots, "slot")}`).join(", ")}) \xD7 ${ctxPerSlot} tokens, unified KV (${caches}); one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}\xD7 the tokens at once \u2014 ocw admits each worker to a replica with a free slot` + mtpNote(m),
     replicas: reps.length,
     pool: { replicas: reps.length, endpoints },
+    ...mtpState(m),
     ...poolSpeed(m, reps, _dev.cpuCores)
   };
 }
 var h2 = (m) => m.hparams;
-function catalogModel(e, quant) {
+function catalogModel(e, quant, mtp = true) {
   const q3 = e.quants.find((x) => x.quant === quant);
   if (!q3) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
   return {
@@ -76401,7 +76421,7 @@ function catalogModel(e, quant) {
     experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used } : null,
     params: e.totalParamsB * 1e9,
     modelArgs: ["-hf", `${e.repo}:${q3.quant}`],
-    ...mtpOf(e)?.gguf ? { mtpDraft: mtpOf(e).draftTokens } : {}
+    ...mtpPlan(mtpOf(e), "gguf", mtp)
   };
 }
 var LONG_CTX = 65536;
@@ -76431,14 +76451,14 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
         const pool2 = firstPool(e, qs);
         if (pool2) {
           found.push(pool2);
-          const split = qs.map((q3) => catalogModel(e, q3.quant)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).filter((x) => x.p).map((x) => toPick(x.m, x.p, dev, slots, verified(e.id))).find((x) => fastEnough(x));
+          const split = qs.map((q3) => catalogModel(e, q3.quant, opts.mtp !== false)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).filter((x) => x.p).map((x) => toPick(x.m, x.p, dev, slots, verified(e.id))).find((x) => fastEnough(x));
           if (split && found.length < max) found.push(split);
           continue;
         }
       }
       let best = null;
       for (const q3 of qs) {
-        const m = catalogModel(e, q3.quant);
+        const m = catalogModel(e, q3.quant, opts.mtp !== false);
         const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
         if (!p) continue;
         const pick3 = toPick(m, p, dev, slots, verified(e.id));
@@ -76453,7 +76473,7 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
   const firstPool = (e, qs) => {
     let best = null;
     for (const q3 of qs) {
-      const m = catalogModel(e, q3.quant);
+      const m = catalogModel(e, q3.quant, opts.mtp !== false);
       const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
       if (!reps) continue;
       const pick3 = toPoolPick(m, reps, dev, verified(e.id));
@@ -76942,7 +76962,7 @@ function modelFromConfig(name, cfg) {
   };
   return { nHead, nHeadKv, hparams: catalogHparams(fake), contextLength: ctx };
 }
-async function catalogModels(e, runtime, hub, fp8First = false) {
+async function catalogModels(e, runtime, hub, fp8First = false, mtp = true) {
   const maker = makerRepo(e);
   const listed2 = e.weights ?? (maker ? [{ repo: maker, dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters \xD7 2 bytes" }] : []);
   const variants = fp8First ? [...listed2.filter((w) => w.dtype === "fp8"), ...listed2.filter((w) => w.dtype !== "fp8")] : listed2;
@@ -76965,7 +76985,7 @@ async function catalogModels(e, runtime, hub, fp8First = false) {
       servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null }),
       activeParams: e.activeParamsB * 1e9,
       experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used, share: e.spec.moe.expertShare } : null,
-      ...mtpOf(e)?.safetensors ? { mtpDraft: mtpOf(e).draftTokens } : {}
+      ...mtpPlan(mtpOf(e), "safetensors", mtp)
     });
   }
   return out;
@@ -76995,12 +77015,12 @@ var HubSizer = class {
     return bytes;
   }
 };
-async function resolveParallelModel(name, runtime, env2 = process.env, hubEnabled = true, fp8First = false) {
+async function resolveParallelModel(name, runtime, env2 = process.env, hubEnabled = true, fp8First = false, mtp = true) {
   const found = findCatalog(name) ?? CATALOG.find((c3) => c3.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
   const entry = found && hubEnabled ? withHubSizes([found], readHubSizes(env2))[0] : found;
   const hub = new HubSizer(env2, hubEnabled);
   if (entry) {
-    const all = await catalogModels(entry, runtime, hub, fp8First);
+    const all = await catalogModels(entry, runtime, hub, fp8First, mtp);
     const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
     return exact.length ? exact : all;
   }
@@ -77069,7 +77089,14 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
 }
 async function proposeParallel(o2) {
   const name = o2.runtime === "vllm" ? "vLLM" : "SGLang";
-  const named = o2.model ? await resolveParallelModel(o2.model, o2.runtime, o2.env ?? process.env, o2.hub !== false, o2.dev.gpus.length > 0 && o2.dev.gpus.every((g2) => hasFp8(g2.name))) : null;
+  const named = o2.model ? await resolveParallelModel(
+    o2.model,
+    o2.runtime,
+    o2.env ?? process.env,
+    o2.hub !== false,
+    o2.dev.gpus.length > 0 && o2.dev.gpus.every((g2) => hasFp8(g2.name)),
+    o2.mtp !== false
+  ) : null;
   if (!o2.dev.gpus.length) {
     return {
       pick: null,
@@ -77097,7 +77124,7 @@ async function proposeParallel(o2) {
     const catalog = o2.hub === false ? CATALOG : withHubSizes(CATALOG, readHubSizes(env2));
     for (const e of catalog.filter((c3) => c3.autoPick && servedBy(c3, o2.runtime))) {
       if (found.length >= (o2.max ?? 3)) break;
-      const pick3 = first2(await catalogModels(e, o2.runtime, hub, fp8));
+      const pick3 = first2(await catalogModels(e, o2.runtime, hub, fp8, o2.mtp !== false));
       if (pick3) found.push(pick3);
     }
     if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
@@ -77183,8 +77210,9 @@ function toParallelPick(m, p, runtime, dev, slots, toolVerified) {
     devices,
     command: parallelCommand(m, p, runtime, dev.gpus.length),
     placement: "gpu",
-    reason: `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} \u2014 ${why} \u2014 \xD7 data parallel ${p.dp} (${counted(p.dp, "engine")} of ${counted(p.perRank, "sequence")} \xD7 ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${counted(dev.gpus.length, "GPU")}; ${gib2(p.needPerGpu)} per GPU (weights ${gib2(p.weightsPerGpu)}, KV ${gib2(p.kvPerGpu)}, overhead ${gib2(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` + (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : "") + (speed ? `; \u2248 ${speed.decodeTokPerSecPerSlot} tokens/s per sequence (${speed.decodeTokPerSecTotal} in all), prompt \u2248 ${speed.prefillTokPerSec} tokens/s, estimated` : ""),
+    reason: `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} \u2014 ${why} \u2014 \xD7 data parallel ${p.dp} (${counted(p.dp, "engine")} of ${counted(p.perRank, "sequence")} \xD7 ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${counted(dev.gpus.length, "GPU")}; ${gib2(p.needPerGpu)} per GPU (weights ${gib2(p.weightsPerGpu)}, KV ${gib2(p.kvPerGpu)}, overhead ${gib2(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` + (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : "") + (speed ? `; \u2248 ${speed.decodeTokPerSecPerSlot} tokens/s per sequence (${speed.decodeTokPerSecTotal} in all), prompt \u2248 ${speed.prefillTokPerSec} tokens/s, estimated` : "") + (m.mtpOff ? `; ${MTP_OFF}` : ""),
     parallel: { tensor: p.tp, data: p.dp },
+    ...mtpState(m),
     ...speed ? { speed } : {}
   };
 }
@@ -77279,7 +77307,7 @@ async function planK8s(o2) {
       toolCallParser: parser,
       reasoningParser: m.reasoningParser ?? reasoningParser(o2.runtime, e, repo),
       mtpDraft: m.mtpDraft ?? null,
-      reason: `${repo} (${gib3(m.weightsBytes)} of weights${src}) + ${kvNote} for ${counted(p.perRank, "sequence")} \xD7 ${ctx} tokens per rank over tensor parallel ${p.tp}: ${gib3(p.needPerGpu)} per GPU of ${gib3(o2.node.gpuBytes)} (${o2.node.gpuName})${p.dp > 1 ? `; data parallel ${p.dp} (${p.tp * p.dp} GPUs per pod, ${p.perRank} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}` + (m.mtpDraft ? `; speculative decoding with the model's own MTP head (${m.mtpDraft} draft tokens a step)` : "") + " (sized by the planner's sizer, as ocw fit --runtime vllm|sglang)"
+      reason: `${repo} (${gib3(m.weightsBytes)} of weights${src}) + ${kvNote} for ${counted(p.perRank, "sequence")} \xD7 ${ctx} tokens per rank over tensor parallel ${p.tp}: ${gib3(p.needPerGpu)} per GPU of ${gib3(o2.node.gpuBytes)} (${o2.node.gpuName})${p.dp > 1 ? `; data parallel ${p.dp} (${p.tp * p.dp} GPUs per pod, ${p.perRank} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}` + (m.mtpDraft ? `; speculative decoding with the model's own MTP head (${m.mtpDraft} draft tokens a step)` : m.mtpOff ? `; ${MTP_OFF}` : "") + " (sized by the planner's sizer, as ocw fit --runtime vllm|sglang)"
     };
   };
   if (o2.model) {
@@ -77289,7 +77317,7 @@ async function planK8s(o2) {
     if (e && ctx > e.contextLength) throw new K8sInputError2(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
     let ms;
     if (e) {
-      const all = await catalogModels(e, o2.runtime, sizer, fp8First);
+      const all = await catalogModels(e, o2.runtime, sizer, fp8First, o2.mtp !== false);
       const exact = all.filter((m2) => m2.source.toLowerCase() === o2.model.toLowerCase());
       ms = exact.length ? exact : all;
     } else {
@@ -77327,7 +77355,7 @@ async function planK8s(o2) {
   const tried = [];
   for (const e of CATALOG.filter((c3) => c3.autoPick && servedBy(c3, o2.runtime))) {
     if (ctx > e.contextLength) continue;
-    for (const m of await catalogModels(e, o2.runtime, sizer, fp8First)) {
+    for (const m of await catalogModels(e, o2.runtime, sizer, fp8First, o2.mtp !== false)) {
       const p = size(m);
       if (p) return finish2(e, m, p);
       tried.push(`${e.id} ${m.dtype ?? ""} ${gib3(m.weightsBytes)}`.replace("  ", " "));
@@ -77699,7 +77727,8 @@ async function deployK8s(input2) {
     dataParallel: int2(o2.dataParallel, "--data-parallel"),
     replicas: int2(o2.replicas, "--replicas"),
     toolCallParser: o2.toolCallParser,
-    sizeOf: hubWeights
+    sizeOf: hubWeights,
+    mtp: o2.mtp
   });
   const name = o2.name ?? defaultName(plan);
   const apiKeySecret = o2.apiKeySecret ?? `${name}-api-key`;
@@ -78522,6 +78551,11 @@ var FitPick = external_exports.object({
     /** Below 8 tokens/s per slot with every slot busy: refused unless slow plans are allowed (`--allow-slow`). */
     tooSlow: external_exports.boolean().optional()
   }).optional(),
+  /**
+   * Speculative decoding with the model's own MTP head (engine/models/mtp.ts): "on" (the command drafts with it, the
+   * default), "off" (the model has one this runtime could use, switched off: `mtp: false`); absent where there is none.
+   */
+  mtp: external_exports.enum(["on", "off"]).optional(),
   /** Why this runtime (vLLM / SGLang proposed on ≥ 80 GB datacenter GPUs, llama.cpp elsewhere). */
   runtimeReason: external_exports.string().optional(),
   /**
@@ -78568,7 +78602,12 @@ var FitInput = external_exports.object({
   slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(MAX_SLOTS, `at most ${MAX_SLOTS} slots`).optional(),
   minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(MAX_CTX_PER_SLOT).optional(),
   /** Plan models too slow for an agent (below 8 tokens/s per slot) instead of refusing them. */
-  allowSlow: external_exports.boolean().optional()
+  allowSlow: external_exports.boolean().optional(),
+  /**
+   * Speculative decoding with the model's own MTP head where the weights carry one (absent or true: on, the default);
+   * false: off — faster for one worker, but with many workers at once it can lower the server's total throughput.
+   */
+  mtp: external_exports.boolean().optional()
 });
 var CatalogView = external_exports.object({
   id: external_exports.string(),
@@ -78684,7 +78723,9 @@ var SetupStartInput = external_exports.object({
   /** Seconds the benchmark after start may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
   benchSec: external_exports.number().int().min(0).max(600).optional(),
   /** Plan a model too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing it. */
-  allowSlow: external_exports.boolean().optional()
+  allowSlow: external_exports.boolean().optional(),
+  /** Speculative decoding with the model's own MTP head (absent: on where the weights carry one); false: off (FitInput's `mtp`). */
+  mtp: external_exports.boolean().optional()
 });
 var SetupPhaseName = external_exports.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement", "bench"]);
 var SetupProgress = external_exports.object({
@@ -80968,7 +81009,18 @@ async function planFit(i2, hw, o2 = {}) {
   let result2;
   if (parallel) {
     try {
-      result2 = await proposeParallel({ runtime, dev, slots, minCtx, maxCtxPerSlot: exact, model: i2.model, verified });
+      result2 = await proposeParallel({
+        runtime,
+        dev,
+        slots,
+        minCtx,
+        maxCtxPerSlot: exact,
+        model: i2.model,
+        verified,
+        env: o2.env,
+        hub: o2.hub,
+        mtp: i2.mtp
+      });
     } catch (e) {
       if (e instanceof ParallelInputError) input(e.message, "model");
       throw e;
@@ -81000,7 +81052,8 @@ async function planFit(i2, hw, o2 = {}) {
     verified,
     max: 1,
     env: o2.env,
-    hub: o2.hub
+    hub: o2.hub,
+    mtp: i2.mtp
   }).catch(() => null);
   const big = hw.gpus.filter((g2) => (g2.vendor === "nvidia" || g2.vendor === "amd") && !g2.unified && isDatacenterGpu(g2.name, g2.totalBytes));
   if (!parallel && !i2.runtime && big.length && (!i2.model || findCatalog(i2.model))) {
@@ -81049,7 +81102,7 @@ function refuseSlow(r, slots, allowSlow) {
 async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, catalog) {
   let result2;
   if (!i2.model) {
-    const r = propose(dev, slots, minCtx, verified, catalog, exact, { allowSlow });
+    const r = propose(dev, slots, minCtx, verified, catalog, exact, { allowSlow, mtp: i2.mtp });
     return { pick: r.pick, alternatives: r.alternatives, problem: r.problem, ...r.slow?.length ? { refused: r.slow } : {} };
   }
   const found = findCatalog(i2.model);
@@ -81060,12 +81113,13 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
       input(`${entry.id} is served by vLLM / SGLang only (the catalog has no GGUF of it): plan it with --runtime vllm or --runtime sglang`, "model");
     const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q3) => q3.quant.toUpperCase() === repoQuant) : entry.quants };
     if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q3) => q3.quant).join(", ")})`, "model");
-    const first2 = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow, named: entry.name });
+    const first2 = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow, named: entry.name, mtp: i2.mtp });
     result2 = first2?.pick ? { pick: first2.pick, alternatives: first2.alternatives, problem: null } : { pick: null, alternatives: [], problem: first2?.problem ?? null, ...first2?.slow?.length ? { refused: first2.slow } : {} };
     if (!result2.pick) {
       const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q3) => ({ ...q3, bits: Math.max(q3.bits, 4) })) }], exact, {
         allowSlow,
-        named: entry.name
+        named: entry.name,
+        mtp: i2.mtp
       });
       if (small.pick && !repoQuant)
         small.pick.reason = `${small.pick.reason}; no \u2265 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
@@ -81166,11 +81220,13 @@ async function planOtherPhase(c3) {
   const runtime = input2.runtime;
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o2.hardware ?? await detectHardware({});
-  const planOn = (h3) => planFit({ runtime, model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx }, h3, { store: o2.store }).catch((e) => {
-    if (isSetupError(e, "input"))
-      throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
-    throw e;
-  });
+  const planOn = (h3) => planFit({ runtime, model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx, mtp: input2.mtp }, h3, { store: o2.store }).catch(
+    (e) => {
+      if (isSetupError(e, "input"))
+        throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+      throw e;
+    }
+  );
   const idOf = (p) => {
     const w = commandWords(p.command).args;
     return input2.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
@@ -81698,7 +81754,16 @@ async function planLlamaPhase(c3) {
   let keepCache = input2.cacheType;
   let cacheNote = "";
   const planOnce = (h3, llamaServer, nvcc, cacheType2) => planFit(
-    { model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx, cacheType: cacheType2, runtime: "llama.cpp", allowSlow: input2.allowSlow },
+    {
+      model: input2.model,
+      slots: input2.slots,
+      minCtx: input2.minCtx,
+      ctxPerSlot: input2.ctx,
+      cacheType: cacheType2,
+      runtime: "llama.cpp",
+      allowSlow: input2.allowSlow,
+      mtp: input2.mtp
+    },
     h3,
     {
       llamaServer,
@@ -82238,7 +82303,7 @@ async function setupFit(input2, extra = {}) {
   const { hw, bin } = hardware();
   try {
     const catalog = extra.ledger?.length ? rankByLedger(CATALOG, extra.ledger, targetModel()) : void 0;
-    return await planFit({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx, allowSlow: i2.allowSlow }, await hw, { llamaServer: bin, catalog });
+    return await planFit({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx, allowSlow: i2.allowSlow, mtp: i2.mtp }, await hw, { llamaServer: bin, catalog });
   } catch (e) {
     if (isSetupError(e, "input")) throw new SetupApiInputError(e.message);
     throw e;
@@ -83613,10 +83678,14 @@ async function fitPlan(input2, o2 = {}) {
   const runtime = i2.runtime ?? "llama.cpp";
   const bin = runtime === "vllm" || runtime === "sglang" ? null : safeFindLlamaServer();
   const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-  return await planFit({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx, ctxPerSlot: i2.ctxPerSlot, runtime: i2.runtime, allowSlow: i2.allowSlow }, hw, {
-    llamaServer: bin,
-    store: o2.store
-  });
+  return await planFit(
+    { model: i2.model, slots: i2.slots, minCtx: i2.minCtx, ctxPerSlot: i2.ctxPerSlot, runtime: i2.runtime, allowSlow: i2.allowSlow, mtp: i2.mtp },
+    hw,
+    {
+      llamaServer: bin,
+      store: o2.store
+    }
+  );
 }
 async function doctor(input2, o2 = {}) {
   const env2 = o2.env ?? process.env;
@@ -97303,12 +97372,13 @@ async function hostEngine(opts) {
     await engine.close();
     releaseOwnership(opts.stateDir, claim);
   })();
+  const build = buildOf(fileURLToPath4(import.meta.url));
   const serverOpts = {
     engine,
-    version: VERSION,
+    // The release where the install names one (what `ocw --version` and setup_status say), else the package's.
+    version: build.version ?? VERSION,
     instanceId,
-    // This very bundle's release and hash (host.ts runs only in the bundle: dist/ocw.mjs)
-    build: buildOf(fileURLToPath4(import.meta.url)),
+    build,
     browserUi: () => browserUi(),
     shutdown: (by) => void close(stopRequester(by)).then(() => {
       opts.onStopped?.(by);
@@ -97329,7 +97399,7 @@ async function hostEngine(opts) {
     ...opts.supervisorPid ? { supervisorPid: opts.supervisorPid, supervisorStartTime: processStartTime(opts.supervisorPid) } : {},
     port: api.port,
     token: api.token,
-    version: VERSION,
+    version: serverOpts.version,
     startedAt: Date.now()
   });
   return { engine, url: api.url, port: api.port, token: api.token, instanceId, close };
@@ -98322,7 +98392,7 @@ var NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to
 async function startOnEngine(client2, input2, o2) {
   let i2 = input2;
   if (!o2.yes) {
-    const { pick: pick3 } = await client2.setup.plan.query({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx, ctxPerSlot: i2.ctx, runtime: i2.runtime, allowSlow: i2.allowSlow }).catch((e) => {
+    const { pick: pick3 } = await client2.setup.plan.query({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx, ctxPerSlot: i2.ctx, runtime: i2.runtime, allowSlow: i2.allowSlow, mtp: i2.mtp }).catch((e) => {
       throw new InputError2(e.message);
     });
     if (pick3) {
@@ -98489,7 +98559,8 @@ async function runFitPlan(o2, port = enginePort("cli:ocw fit")) {
       minCtx,
       ctxPerSlot,
       runtime: o2.runtime ? runtime : void 0,
-      allowSlow: o2.allowSlow
+      allowSlow: o2.allowSlow,
+      ...o2.mtp === false ? { mtp: false } : {}
     });
     const code2 = out.pick ? 0 : 3;
     if (o2.json) return { code: code2, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
@@ -98560,6 +98631,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
       acceptUnderpowered: o2.acceptUnderpowered,
       benchSec: benchSecOf(o2.benchSec),
       ...o2.allowSlow ? { allowSlow: true } : {},
+      ...o2.mtp === false ? { mtp: false } : {},
       // a path on this machine, given to the engine as an absolute one (the engine's checks name it so); without the
       // flag, this shell's LLAMA_SERVER: the engine's own environment is the one it was started with, which may lack it
       // (an engine `ocw doctor` or the app started), and the runtime phase would go to download a release instead
@@ -98856,7 +98928,10 @@ function registerModelSetupCommands(program3, { registerServingSupervisor: regis
   program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor \xD7 data parallel GPUs").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option(
     "--ctx <n>",
     "with --gguf/--metadata, -c: total context (default: the model's n_ctx_train); without them, exactly this context per slot (as ocw setup --ctx)"
-  ).option("--parallel <n>", "-np: slots (default: 4 with unified KV with a GPU, 1 on a CPU only \u2014 as ocw setup)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--allow-slow", "plan a model even when it would decode below 8 tokens/s per slot (refused otherwise)").option("--json", "print JSON").action(async (opts) => emit2(await runFit(opts)));
+  ).option("--parallel <n>", "-np: slots (default: 4 with unified KV with a GPU, 1 on a CPU only \u2014 as ocw setup)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--allow-slow", "plan a model even when it would decode below 8 tokens/s per slot (refused otherwise)").option(
+    "--no-mtp",
+    "no speculative decoding with the model's own MTP head (on by default where the model ships one: faster for one worker; at many workers at once it can lower total throughput)"
+  ).option("--json", "print JSON").action(async (opts) => emit2(await runFit(opts)));
   program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option(
     "--runtime <name>",
     "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)"
@@ -98867,7 +98942,10 @@ function registerModelSetupCommands(program3, { registerServingSupervisor: regis
     "--capture <url>",
     "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model",
     (v, prev = []) => [...prev, v]
-  ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it").option("--allow-slow", "start a plan even when it would decode below 8 tokens/s per slot (refused otherwise)").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
+  ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it").option("--allow-slow", "start a plan even when it would decode below 8 tokens/s per slot (refused otherwise)").option(
+    "--no-mtp",
+    "no speculative decoding with the model's own MTP head (on by default where the model ships one: faster for one worker; at many workers at once it can lower total throughput)"
+  ).option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
   program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => emit2(await runTargets(o2)));
   const target = program3.command("target").description("manage targets");
   target.command("use <id>").description("make a target active").action(async (id3) => emit2(await runTargetUse(id3)));
@@ -98962,7 +99040,7 @@ if (!["serve", "mcp"].includes(process.argv[2] ?? ""))
     throw err;
   });
 var program2 = new Command();
-program2.name("ocw").description("opencode-worker: hand scoped coding tasks to OpenCode workers on a local or API model, and grade them honestly").version(VERSION).showHelpAfterError("(run `ocw --help` for usage)").exitOverride((err) => {
+program2.name("ocw").description("opencode-worker: hand scoped coding tasks to OpenCode workers on a local or API model, and grade them honestly").version(releaseOf(selfCommand().bundle) ?? VERSION).showHelpAfterError("(run `ocw --help` for usage)").exitOverride((err) => {
   if (err.code === "commander.helpDisplayed" || err.code === "commander.version") process.exit(0);
   if (err.code === "commander.help" && err.exitCode === 0) process.exit(0);
   process.exit(2);
