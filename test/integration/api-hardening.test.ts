@@ -105,7 +105,13 @@ describe("API hardening", () => {
     }
     expect((await fetch(`${base}/trpc/health`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
     const h = await (await fetch(`${base}/health`, { headers: { authorization: `Bearer ${token}` } })).json();
-    expect(h).toEqual({ ok: true, pid: readLock(engine.stateDir)!.pid, instanceId: readLock(engine.stateDir)!.instanceId });
+    // …and which build it runs (its release and a hash of its bundle): nothing secret
+    expect(h).toEqual({
+      ok: true,
+      pid: readLock(engine.stateDir)!.pid,
+      instanceId: readLock(engine.stateDir)!.instanceId,
+      build: { version: expect.stringMatching(/^\d+\.\d+\.\d+$/), id: expect.stringMatching(/^[0-9a-f]{12}$/) },
+    });
     // The event stream takes the header too (the UI reads it with fetch): a subscription without it is refused.
     const events = `${base}/trpc/events?input=${encodeURIComponent(JSON.stringify({ lastEventId: null }))}`;
     expect((await fetch(events, { headers: { cookie: `ocw_token=${token}` } })).status).toBe(401);
