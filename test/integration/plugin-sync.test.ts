@@ -82,7 +82,8 @@ describe("the plugin installed as Claude Code installs it", () => {
 
     const env = { PATH: process.env.PATH ?? "", HOME: copy, OCW_STATE_DIR: stateDir };
     const version = execFileSync(path.join(copy, "bin", "ocw"), ["--version"], { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    expect(version.trim()).toBe(JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).version);
+    // the release this install is (its plugin.json), not the package's version
+    expect(version.trim()).toBe(JSON.parse(readFileSync(path.join(ROOT, "plugin", ".claude-plugin", "plugin.json"), "utf8")).version);
     expect(statSync(stub).size, "the first run places the real binary").toBeGreaterThan(1_000_000);
     expect(execFileSync(stub, ["--version"], { encoding: "utf8" }).trim()).toMatch(/^\d+\.\d+\.\d+/);
 
