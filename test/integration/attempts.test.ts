@@ -246,12 +246,12 @@ describe("ocw run --attempts", () => {
       const done = await waitUntil(
         mcp,
         { workerIds: d.workerIds },
-        (r) => {
-          for (const p of r.pending ?? []) {
-            if (answered.has(p.askId)) continue;
-            answered.add(p.askId);
-            void mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined);
-          }
+        // A client answers the asks it was shown before it waits again (a wait on asks it was shown and left
+        // unanswered returns at once: only its answer moves those workers).
+        async (r) => {
+          const fresh = (r.pending ?? []).filter((p: { askId: string }) => !answered.has(p.askId));
+          for (const p of fresh) answered.add(p.askId);
+          await Promise.all(fresh.map((p: { askId: string }) => mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined)));
           return r.reason === "settled";
         },
         10,
@@ -284,12 +284,12 @@ describe("ocw run --attempts", () => {
       const settled = await waitUntil(
         mcp,
         { batchId: b.batchId },
-        (r) => {
-          for (const p of r.pending ?? []) {
-            if (answered.has(p.askId)) continue;
-            answered.add(p.askId);
-            void mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined);
-          }
+        // A client answers the asks it was shown before it waits again (a wait on asks it was shown and left
+        // unanswered returns at once: only its answer moves those workers).
+        async (r) => {
+          const fresh = (r.pending ?? []).filter((p: { askId: string }) => !answered.has(p.askId));
+          for (const p of fresh) answered.add(p.askId);
+          await Promise.all(fresh.map((p: { askId: string }) => mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined)));
           return r.reason === "settled";
         },
         10,

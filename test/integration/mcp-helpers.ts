@@ -63,14 +63,14 @@ export async function startMcp(
 export async function waitUntil(
   mcp: McpHandle,
   args: Record<string, unknown>,
-  pred: (r: any) => boolean,
+  pred: (r: any) => boolean | Promise<boolean>,
   rounds = 6,
   opts?: Parameters<McpHandle["call"]>[2],
 ): Promise<any> {
   let r: any;
   for (let i = 0; i < rounds; i++) {
     r = await mcp.call("wait", { timeoutSec: 30, ...args }, opts);
-    if (pred(r)) return r;
+    if (await pred(r)) return r;
   }
   throw new Error(`wait never satisfied the condition; last: ${JSON.stringify(r)}`);
 }
