@@ -26,13 +26,18 @@ const ownerDir = (stateDir: string) => path.join(stateDir, "engine.owner");
 export { alive, type ProcessIdentity, processStartTime, selfIdentity } from "../process";
 import { alive, type ProcessIdentity, selfIdentity } from "../process";
 
-/** The lock file as written, alive or not (a stale one tells a restarted engine which port and token to take back). */
-export function lastLock(stateDir: string): EngineLock | null {
+/** A record file of the state dir read as `schema` says it is; null when it is missing, unreadable or not that. */
+function recordIn<T>(file: string, schema: z.ZodType<T>): T | null {
   try {
-    return EngineLock.parse(JSON.parse(readFileSync(lockFile(stateDir), "utf8")));
+    return schema.parse(JSON.parse(readFileSync(file, "utf8")));
   } catch {
     return null;
   }
+}
+
+/** The lock file as written, alive or not (a stale one tells a restarted engine which port and token to take back). */
+export function lastLock(stateDir: string): EngineLock | null {
+  return recordIn(lockFile(stateDir), EngineLock);
 }
 
 /**
@@ -55,11 +60,7 @@ const Endpoint = z.object({ port: z.number().int().min(1).max(65535), token: z.s
 
 /** The last engine's port and token, kept across clean stops (engine.json goes with its engine; this file stays). */
 export function lastEndpoint(stateDir: string): { port: number; token: string } | null {
-  try {
-    return Endpoint.parse(JSON.parse(readFileSync(endpointFile(stateDir), "utf8")));
-  } catch {
-    return null;
-  }
+  return recordIn(endpointFile(stateDir), Endpoint);
 }
 
 const stopFile = (stateDir: string) => path.join(stateDir, "engine.stopped.json");
@@ -81,11 +82,7 @@ export function recordStop(stateDir: string, by: string): void {
 
 /** The last clean stop (recordStop), or null. */
 export function lastStop(stateDir: string): StopRecord | null {
-  try {
-    return StopRecord.parse(JSON.parse(readFileSync(stopFile(stateDir), "utf8")));
-  } catch {
-    return null;
-  }
+  return recordIn(stopFile(stateDir), StopRecord);
 }
 
 const upgradeFile = (stateDir: string) => path.join(stateDir, "engine.upgrade.json");
@@ -106,11 +103,7 @@ export function recordUpgrade(stateDir: string, r: UpgradeRecord): void {
 
 /** The last replacement of an older engine (recordUpgrade), or null. */
 export function lastUpgrade(stateDir: string): UpgradeRecord | null {
-  try {
-    return UpgradeRecord.parse(JSON.parse(readFileSync(upgradeFile(stateDir), "utf8")));
-  } catch {
-    return null;
-  }
+  return recordIn(upgradeFile(stateDir), UpgradeRecord);
 }
 
 /** Whether a clean stop (lastStop) was a client's replacement of that older engine, not a person's stop. */
