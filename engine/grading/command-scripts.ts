@@ -865,8 +865,9 @@ export function checkWriters(
     if (at !== null)
       for (const out of outs) {
         const file = fromRun(at, out);
-        if (file) compiled.push(file);
-        if (file) rewritable.delete(file);
+        if (!file) continue;
+        compiled.push(file);
+        rewritable.delete(file);
       }
   }
   const out = voided || (sawCd && shape.parens) ? [] : [...new Set(compiled)];
