@@ -51513,12 +51513,15 @@ var Supervisor = class {
 // engine/api/lock.ts
 var lockFile = (stateDir2) => path7.join(stateDir2, "engine.json");
 var ownerDir = (stateDir2) => path7.join(stateDir2, "engine.owner");
-function lastLock(stateDir2) {
+function recordIn(file3, schema) {
   try {
-    return EngineLock.parse(JSON.parse(readFileSync5(lockFile(stateDir2), "utf8")));
+    return schema.parse(JSON.parse(readFileSync5(file3, "utf8")));
   } catch {
     return null;
   }
+}
+function lastLock(stateDir2) {
+  return recordIn(lockFile(stateDir2), EngineLock);
 }
 function readLock(stateDir2) {
   const lock2 = lastLock(stateDir2);
@@ -51530,11 +51533,7 @@ function supervisorOf(lock2) {
 var endpointFile = (stateDir2) => path7.join(stateDir2, "engine.endpoint.json");
 var Endpoint = external_exports.object({ port: external_exports.number().int().min(1).max(65535), token: external_exports.string().min(16) });
 function lastEndpoint(stateDir2) {
-  try {
-    return Endpoint.parse(JSON.parse(readFileSync5(endpointFile(stateDir2), "utf8")));
-  } catch {
-    return null;
-  }
+  return recordIn(endpointFile(stateDir2), Endpoint);
 }
 var stopFile = (stateDir2) => path7.join(stateDir2, "engine.stopped.json");
 var StopRecord = external_exports.object({ at: external_exports.number(), pid: external_exports.number().int(), by: external_exports.string().max(300) });
@@ -51545,11 +51544,7 @@ function recordStop(stateDir2, by) {
   }
 }
 function lastStop(stateDir2) {
-  try {
-    return StopRecord.parse(JSON.parse(readFileSync5(stopFile(stateDir2), "utf8")));
-  } catch {
-    return null;
-  }
+  return recordIn(stopFile(stateDir2), StopRecord);
 }
 var upgradeFile = (stateDir2) => path7.join(stateDir2, "engine.upgrade.json");
 var UpgradeRecord = external_exports.object({ at: external_exports.number(), pid: external_exports.number().int(), from: external_exports.string().max(200), to: external_exports.string().max(200) });
@@ -51560,11 +51555,7 @@ function recordUpgrade(stateDir2, r) {
   }
 }
 function lastUpgrade(stateDir2) {
-  try {
-    return UpgradeRecord.parse(JSON.parse(readFileSync5(upgradeFile(stateDir2), "utf8")));
-  } catch {
-    return null;
-  }
+  return recordIn(upgradeFile(stateDir2), UpgradeRecord);
 }
 function stopWasUpgrade(stateDir2, stop) {
   const up = lastUpgrade(stateDir2);
@@ -89697,8 +89688,9 @@ function checkWriters(line, sub, trusted2) {
     if (at !== null)
       for (const out2 of outs) {
         const file3 = fromRun(at, out2);
-        if (file3) compiled.push(file3);
-        if (file3) rewritable.delete(file3);
+        if (!file3) continue;
+        compiled.push(file3);
+        rewritable.delete(file3);
       }
   }
   const out = voided || sawCd && shape.parens ? [] : [...new Set(compiled)];
