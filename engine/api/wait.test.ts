@@ -71,7 +71,28 @@ function rig() {
     reg.fire(id, "grade");
     reg.fire(id, "pass");
   };
-  return { src, reg, create, ask, finish, listeners: () => listeners };
+  // The answers on their way to opencode, as the approvals queue keeps them: begun, then ended (taken or not).
+  const inFlight = new Set<string>();
+  const ended = new Set<() => void>();
+  src.answers = {
+    has: (askId) => inFlight.has(askId),
+    ended: (fn) => {
+      ended.add(fn);
+      return () => ended.delete(fn);
+    },
+  };
+  const answering = (askId: string) => inFlight.add(askId);
+  const answerEnds = (askId: string) => {
+    inFlight.delete(askId);
+    for (const fn of ended) fn();
+  };
+  // opencode took the answer: the ask is decided and the worker goes on.
+  const answered = (id: string, askId: string) => {
+    reg.record(id, { type: "ask.resolved", askId, status: "decided", decision: "once", by: { kind: "mcp", name: "claude-code" } });
+    reg.fire(id, "answered");
+    answerEnds(askId);
+  };
+  return { src, reg, create, ask, finish, answering, answerEnds, answered, listeners: () => listeners, answerListeners: () => ended.size };
 }
 
 const input = (x: Record<string, unknown>) => WaitInput.parse(x);
@@ -322,6 +343,58 @@ describe("waitForNews", () => {
     const got = await p;
     expect(got.reason).toBe("news");
     expect(got.workers.find((w) => w.id === a)!.asks.map((x) => x.id)).toEqual(["per-1"]);
+  });
+
+  it("blocked: a worker whose ask is being answered is about to move, and the wait follows it instead of sending the caller round again", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const b = r.create("w-b");
+    r.ask(a, "per-1");
+    r.finish(b);
+    // The caller's approve is on its way to opencode when its wait arrives (Claude sent both in one message).
+    r.answering("per-1");
+    const p = waitForNews(r.src, input({ workerIds: [a, b], shownAsks: ["per-1"], shownFinished: [b], blocked: true, timeoutMs: 60_000 }));
+    await new Promise((res) => setTimeout(res, GATHER_MS * 3));
+    r.answered(a, "per-1");
+    await tick();
+    r.ask(a, "per-2");
+    const got = await p;
+    expect(got.reason).toBe("news");
+    expect(got.workers[0]!.asks.filter((x) => x.status === "pending").map((x) => x.id)).toEqual(["per-2"]);
+    expect([r.listeners(), r.answerListeners()]).toEqual([0, 0]);
+  });
+
+  it("blocked: an answer that opencode did not take leaves the worker blocked, and the wait says so then", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    r.ask(a, "per-1");
+    r.answering("per-1");
+    let done = false;
+    const p = waitForNews(r.src, input({ workerIds: [a], shownAsks: ["per-1"], blocked: true, timeoutMs: 60_000 })).then((x) => ((done = true), x));
+    await new Promise((res) => setTimeout(res, GATHER_MS * 3));
+    expect(done).toBe(false);
+    r.answerEnds("per-1");
+    expect((await p).reason).toBe("blocked");
+  });
+
+  it("blocked: an approve that reaches the engine just after the wait (sent beside it) is seen before the wait answers", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    r.ask(a, "per-1");
+    let done = false;
+    const p = waitForNews(r.src, input({ workerIds: [a], shownAsks: ["per-1"], blocked: true, timeoutMs: 60_000 })).then((x) => ((done = true), x));
+    r.answering("per-1");
+    await new Promise((res) => setTimeout(res, GATHER_MS * 3));
+    expect(done).toBe(false);
+    r.answered(a, "per-1");
+    r.finish(a);
+    expect((await p).reason).toBe("settled");
+    // With no answer on its way, blocked is still the answer, a moment later.
+    const b = r.create("w-b");
+    r.ask(b, "per-2");
+    const t0 = Date.now();
+    expect((await waitForNews(r.src, input({ workerIds: [b], shownAsks: ["per-2"], blocked: true, timeoutMs: 60_000 }))).reason).toBe("blocked");
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(GATHER_MS - 1);
   });
 
   it("a cancelled request ends the wait at once and lets go of the bus", async () => {

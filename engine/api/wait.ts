@@ -12,6 +12,11 @@ export interface WaitSource {
   bus: { subscribe(fn: (d: Delivered) => void): () => void };
   get(id: string): Worker;
   batch(batchId: string): BatchSummary;
+  /**
+   * The answers on their way to opencode: a worker one of whose asks is being answered is about to move, not blocked.
+   * `ended` is told when one ends, taken or not (then the worker moves, or its ask is still open).
+   */
+  answers?: { has(askId: string): boolean; ended(fn: () => void): () => void };
 }
 
 interface WaitOptions {
@@ -94,13 +99,15 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
       const w = src.get(id);
       return n + pendingAsks(w).filter((a) => !shownAsks.has(a.id)).length + (isAtRest(w.state) && !shownFinished.has(w.id) ? 1 : 0);
     }, 0);
+  const answering = (w: Worker) => pendingAsks(w).some((a) => src.answers?.has(a.id));
   const outcome = (): "settled" | "news" | "blocked" | null => {
     const ws = ids.map((id) => src.get(id));
     if (ws.every((w) => isAtRest(w.state))) return "settled";
     if (news() > 0) return "news";
     if (input.untilGone && !ws.some((w) => pendingAsks(w).some((a) => a.id === input.untilGone))) return "news";
-    // Every worker still going waits on an ask the caller was shown: only its answer (or a person's) moves them.
-    if (input.blocked && ws.every((w) => isAtRest(w.state) || (w.state === "waiting-approval" && pendingAsks(w).length > 0))) return "blocked";
+    // Every worker still going waits on an ask the caller was shown: only its answer (or a person's) moves them. One
+    // whose answer is on its way (the caller's approve sent beside this wait) is about to move.
+    if (input.blocked && ws.every((w) => isAtRest(w.state) || (w.state === "waiting-approval" && pendingAsks(w).length > 0 && !answering(w)))) return "blocked";
     return null;
   };
   // Whether a followed worker may bring news within a gathering window: one at work on the model, or being graded.
@@ -109,7 +116,15 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
       const state = src.get(id).state;
       return state === "running" || state === "settled" || state === "grading";
     });
-  const reached = outcome() ?? (signal?.aborted ? "aborted" : await follow(src, followed, { outcome, news, moving }, deadline, opts));
+  // Blocked at once is looked at again after GATHER_MS: an approve the caller sent beside this wait (Claude sends both in
+  // one message) may reach the engine just after it, and the answer would send the caller round again at once.
+  const first = outcome();
+  const reached =
+    first && first !== "blocked"
+      ? first
+      : signal?.aborted
+        ? "aborted"
+        : await follow(src, followed, { outcome, news, moving }, deadline, { ...opts, lookAgainMs: first === "blocked" ? GATHER_MS : undefined });
   const workers = ids.map((id) => slimWorker(src.get(id), { diffs: input.diffs }));
   if (input.batchId) batch = src.batch(input.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
@@ -131,7 +146,7 @@ function follow(
   followed: Set<string>,
   seen: { outcome: () => "settled" | "news" | "blocked" | null; news: () => number; moving: () => boolean },
   deadline: number,
-  opts: WaitOptions,
+  opts: WaitOptions & { lookAgainMs?: number },
 ): Promise<WaitResult["reason"]> {
   const { outcome, news, moving } = seen;
   return new Promise((resolve) => {
@@ -149,12 +164,22 @@ function follow(
       resolve(r);
     };
     const onAbort = () => finish("aborted");
-    const unsubscribe = src.bus.subscribe(({ event }) => {
+    const offBus = src.bus.subscribe(({ event }) => {
       if (ended || !("workerId" in event) || !followed.has(event.workerId)) return;
       if (opts.onNote) {
         const note = describeNote(event, followed);
         if (note) opts.onNote(note);
       }
+      look();
+    });
+    // An answer that ends without the ask going (opencode did not take it) leaves its worker blocked again: no worker
+    // event says so.
+    const offAnswers = src.answers?.ended(() => !ended && look());
+    const unsubscribe = () => {
+      offBus();
+      offAnswers?.();
+    };
+    const look = () => {
       pending ??= setImmediate(() => {
         pending = null;
         const r = outcome();
@@ -186,8 +211,9 @@ function follow(
           window();
         }
       });
-    });
+    };
     const timer = setTimeout(() => finish("timeout"), Math.max(0, deadline - Date.now()));
+    if (opts.lookAgainMs !== undefined) setTimeout(() => !ended && look(), Math.min(opts.lookAgainMs, Math.max(0, deadline - Date.now())));
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     if (opts.signal?.aborted) finish("aborted");
   });

@@ -355,8 +355,14 @@ describe("the approvals queue", () => {
     // "Approve everything pending", as a careless person or a client loop does.
     const approving = approvals.decide({ askId: search.id, decision: "once" }, { kind: "person", name: "careless" });
     await expect(approving).rejects.toThrow(/already being answered by engine workspace guard/);
+    // The answer on its way is known (a wait does not call this worker blocked), and its end is told.
+    let ends = 0;
+    const off = approvals.answers.ended(() => ends++);
+    expect([approvals.answers.has(search.id), ends]).toEqual([true, 0]);
     release();
     await settled();
+    expect([approvals.answers.has(search.id), ends]).toEqual([false, 1]);
+    off();
     expect(calls.map((c) => c.args.reply)).toEqual(["reject"]);
     expect(registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "engine", name: "workspace guard" } });
     // Two people at once: the second is told the first one's answer is on its way.

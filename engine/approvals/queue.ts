@@ -55,6 +55,8 @@ const POLICY_FILE = POLICY_RULES.catch([]);
 export class Approvals {
   /** Asks whose answer is on its way to opencode, and who gave it. */
   private readonly deciding = new Map<string, DecidedBy>();
+  /** Told each time an answer on its way ends, taken or not (a wait looks again whether its workers are blocked). */
+  private readonly answerEnded = new Set<() => void>();
   /** What opencode announced for an ask while our answer was on its way (usually the echo of ours). */
   private readonly echoed = new Map<string, string>();
   /** Answers on their way that end as soon as opencode announces it took them (its stream often runs ahead of its HTTP answer). */
@@ -196,8 +198,21 @@ export class Approvals {
     } finally {
       this.deciding.delete(askId);
       this.echoed.delete(askId);
+      for (const fn of this.answerEnded) fn();
     }
   }
+
+  /**
+   * The answers on their way to opencode: whether an ask's is, and a listener told when any ends. A worker whose ask is
+   * being answered is about to move, so a wait does not call it blocked (shared/wait.ts).
+   */
+  readonly answers = {
+    has: (askId: string): boolean => this.deciding.has(askId),
+    ended: (fn: () => void): (() => void) => {
+      this.answerEnded.add(fn);
+      return () => this.answerEnded.delete(fn);
+    },
+  };
 
   private async decideNow(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
     const parsed = Decision.safeParse(d);

@@ -554,6 +554,11 @@ export class Engine {
     return this.approvals.decide(d, by);
   }
 
+  /** The answers on their way to opencode (a wait's `blocked` leaves out a worker whose ask is being answered). */
+  get answers(): Approvals["answers"] {
+    return this.approvals.answers;
+  }
+
   grants(): Grant[] {
     return this.approvals.grants();
   }
