@@ -33,8 +33,10 @@ export const WaitInput = z
     /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
     also: ids("also").optional(),
     /**
-     * Also answer at once (reason "blocked") when each followed worker not at rest waits only on asks in shownAsks:
-     * nothing moves until the caller answers them. Not set: such a wait runs to its time (a form waits for its ask).
+     * Also answer (reason "blocked") when each followed worker not at rest waits only on asks in shownAsks: nothing
+     * moves until the caller answers them. An ask whose answer is on its way does not count (its worker is about to
+     * move), and a wait blocked from its start looks again GATHER_MS later (an approve sent beside it). Not set: such a
+     * wait runs to its time (a form waits for its ask).
      */
     blocked: z.boolean().optional(),
   })
