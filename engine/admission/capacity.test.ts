@@ -271,9 +271,10 @@ describe("admission by live capacity", () => {
       list: () => ({ active: "p", targets: [target] }),
       active: () => target,
     } as unknown as TargetStore;
-    const period = 250;
+    const period = 100;
     const pools = new Pools({ registry, targets, poolProbeMs: period, modelProbeMs: period, endpointDown: () => undefined, changed: () => undefined });
     const t0 = performance.now();
+    // Ten periods: the two checks not sharing a reading would make about twice as many probes as the bound below.
     await new Promise((r) => setTimeout(r, 10 * period));
     // A loaded machine may not have finished a reading of each endpoint yet: wait for one (the count below allows for
     // the periods that took).

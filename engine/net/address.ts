@@ -179,14 +179,14 @@ export function dnsLookup(servers?: string[]): Lookup {
 
 const systemLookup = dnsLookup();
 
-/** What `host` resolves to, within LOOKUP_MS; none when it cannot be resolved (or not in time). */
-export async function lookupHost(host: string, lookup: Lookup = systemLookup): Promise<string[]> {
+/** What `host` resolves to, within `limitMs`; none when it cannot be resolved (or not in time). */
+export async function lookupHost(host: string, lookup: Lookup = systemLookup, limitMs = LOOKUP_MS): Promise<string[]> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
       lookup(host),
       new Promise<string[]>((_, reject) => {
-        timer = setTimeout(() => reject(new Error("timeout")), LOOKUP_MS);
+        timer = setTimeout(() => reject(new Error("timeout")), limitMs);
         timer.unref?.();
       }),
     ]);

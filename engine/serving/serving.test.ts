@@ -103,7 +103,11 @@ describe("capability check", () => {
   it("fails hello, a wrong answer, a hang and an escape attempt", () => {
     expect(checkCapabilityAnswer("hello").passed).toBe(false);
     expect(checkCapabilityAnswer("```js\nfunction sumOfSquares(n){return n*n}\n```").evidence).toMatch(/returned/);
-    expect(checkCapabilityAnswer("```js\nfunction sumOfSquares(n){while(true){}}\n```").passed).toBe(false);
+    // A loop that never ends is stopped at the limit (a shorter one here: the engine's burns a second of CPU).
+    expect(checkCapabilityAnswer("```js\nfunction sumOfSquares(n){while(true){}}\n```", 50)).toMatchObject({
+      passed: false,
+      evidence: expect.stringMatching(/timed out/),
+    });
     expect(checkCapabilityAnswer("```js\nconst p = process; function sumOfSquares(n){return 0}\n```").passed).toBe(false);
   });
   it("extracts the first code block", () => {

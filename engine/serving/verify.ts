@@ -99,8 +99,11 @@ export function extractCode(text: string): string {
   return (m ? m[1]! : text).trim();
 }
 
-/** Runs the answer in a bare VM context (no require, no process, 1 s limit) and checks it. */
-export function checkCapabilityAnswer(text: string): { passed: boolean; evidence: string } {
+/** How long the model's answer may run, each call (a loop that never ends is a failed answer). */
+export const CAPABILITY_RUN_MS = 1000;
+
+/** Runs the answer in a bare VM context (no require, no process, CAPABILITY_RUN_MS a call) and checks it. */
+export function checkCapabilityAnswer(text: string, limitMs = CAPABILITY_RUN_MS): { passed: boolean; evidence: string } {
   const code = extractCode(text);
   if (!code) return { passed: false, evidence: "empty answer" };
   const cases: [number, number][] = [
@@ -112,11 +115,11 @@ export function checkCapabilityAnswer(text: string): { passed: boolean; evidence
   ];
   try {
     const ctx = vm.createContext(Object.create(null));
-    vm.runInContext(`${code}\n;globalThis.__f = typeof sumOfSquares === "function" ? sumOfSquares : undefined;`, ctx, { timeout: 1000 });
+    vm.runInContext(`${code}\n;globalThis.__f = typeof sumOfSquares === "function" ? sumOfSquares : undefined;`, ctx, { timeout: limitMs });
     const f = (ctx as { __f?: (n: number) => unknown }).__f;
     if (typeof f !== "function") return { passed: false, evidence: `no function sumOfSquares in the answer (${JSON.stringify(code.slice(0, 80))}…)` };
     for (const [n, want] of cases) {
-      const got = vm.runInContext(`__f(${n})`, ctx, { timeout: 1000 });
+      const got = vm.runInContext(`__f(${n})`, ctx, { timeout: limitMs });
       if (got !== want) return { passed: false, evidence: `sumOfSquares(${n}) returned ${JSON.stringify(got)}, expected ${want}` };
     }
     return { passed: true, evidence: `sumOfSquares passed ${cases.length}/${cases.length} held-back cases` };
