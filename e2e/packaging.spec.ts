@@ -55,6 +55,10 @@ test("everything it packs exists after the build: the main process it starts, th
   // Each included folder of `files` is one of those.
   for (const glob of c.files as string[])
     if (!glob.startsWith("!") && glob.endsWith("/**")) expect(existsSync(path.join(ROOT, glob.slice(0, -3))), glob).toBe(true);
+  // The release the app was built from, where its engine reads it (engine/api/build-info.ts): without it the app's engine
+  // reports no version, never replaces an older idle engine and is replaced by any client.
+  expect(c.files).toContain("plugin/.claude-plugin/plugin.json");
+  expect(JSON.parse(readFileSync(path.join(ROOT, "plugin/.claude-plugin/plugin.json"), "utf8")).version).toMatch(/^\d+\.\d+\.\d+$/);
   // The icon: a PNG of at least 512×512 (macOS needs that size; Linux and Windows are made from it).
   const icon = readFileSync(path.join(ROOT, c.linux.icon));
   expect(icon.subarray(1, 4).toString()).toBe("PNG");
@@ -78,7 +82,7 @@ test("a Linux --dir build lays the app out as configured (needs an Electron 45 b
     );
     const app = path.join(out, "linux-unpacked");
     expect(existsSync(path.join(app, "opencode-worker"))).toBe(true);
-    for (const f of ["out/main/main.js", "out/preload/preload.js", "out/renderer/index.html", "dist/ocw.mjs", "protocol", "packs", "package.json"])
+    for (const f of ["out/main/main.js", "out/preload/preload.js", "out/renderer/index.html", "dist/ocw.mjs", "protocol", "packs", "package.json", "plugin/.claude-plugin/plugin.json"])
       expect(existsSync(path.join(app, "resources", "app", f)), f).toBe(true);
     expect(JSON.parse(readFileSync(path.join(app, "resources", "app", "package.json"), "utf8")).main).toBe("out/main/main.js");
   } finally {

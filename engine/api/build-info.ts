@@ -4,9 +4,10 @@
 // The version is the release's, read next to the bundle when it runs, not built in: `npm run plugin:release` bumps the
 // plugin's version after it builds the bundle, so a built-in one would lag a release behind. Where it is read from:
 //   <root>/.claude-plugin/plugin.json         a plugin install (root = plugin/: dist/ocw.mjs, bin/ocw)
-//   <root>/plugin/.claude-plugin/plugin.json  a checkout (dist/ocw.mjs, bin/ocw.mjs), whose plugin/ is what it releases
-// where <root> is the folder above the bundle's (dist/) or launcher's (bin/). None there (a packaged desktop app): null,
-// and such a build replaces no engine and is replaced by none.
+//   <root>/plugin/.claude-plugin/plugin.json  a checkout (dist/ocw.mjs, bin/ocw.mjs), whose plugin/ is what it releases,
+//                                             and a packaged desktop app (electron-builder.yml packs that one file)
+// where <root> is the folder above the bundle's (dist/) or launcher's (bin/). None there: null, and such a build replaces
+// no engine and is replaced by none.
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";

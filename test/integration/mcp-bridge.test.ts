@@ -261,6 +261,20 @@ describe("ocw mcp", () => {
     expect(await mcp.fail("approve", { askId: ask.id, decision: "reject" })).toMatch(/no longer pending .*person test/);
   });
 
+  it("an approve sent beside a wait (Claude sends both in one message): the wait follows the worker on instead of coming back blocked on that ask", async () => {
+    const s = await open(engine.stateDir, "mcp-test-beside");
+    const d = await s.call("delegate", { task: "MCP-WRITE file=beside.txt text=beside", directory: repo(), checks: [{ file: "beside.txt", equals: "beside" }] });
+    const shown = await waitUntil(s, { workerId: d.workerId, timeoutSec: 60 }, (r) => r.pending.length > 0, 3);
+    const askId = shown.pending[0].askId;
+    // Both at once, the approve first: its answer is on its way to opencode when the wait looks.
+    const [approved, r] = await Promise.all([s.call("approve", { askId, decision: "once" }), s.call("wait", { workerId: d.workerId, timeoutSec: 60 })]);
+    expect(approved).toMatchObject({ askId, decision: "once" });
+    expect(r.reason).not.toBe("blocked");
+    expect(r.stillOpen ?? []).not.toContain(askId);
+    const done = r.settled ? r : await waitUntil(s, { workerId: d.workerId }, (x) => x.settled);
+    expect(done.state).toBe("built");
+  });
+
   it("two MCP clients and an API client see the same workers; an approval from one resolves for the other", async () => {
     const b = await open(engine.stateDir, "mcp-test-b");
     const d = await b.call("delegate", { task: "MCP-WRITE file=two.txt text=two", directory: repo(), checks: [{ file: "two.txt", equals: "two" }] });
