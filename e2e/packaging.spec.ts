@@ -82,7 +82,16 @@ test("a Linux --dir build lays the app out as configured (needs an Electron 45 b
     );
     const app = path.join(out, "linux-unpacked");
     expect(existsSync(path.join(app, "opencode-worker"))).toBe(true);
-    for (const f of ["out/main/main.js", "out/preload/preload.js", "out/renderer/index.html", "dist/ocw.mjs", "protocol", "packs", "package.json", "plugin/.claude-plugin/plugin.json"])
+    for (const f of [
+      "out/main/main.js",
+      "out/preload/preload.js",
+      "out/renderer/index.html",
+      "dist/ocw.mjs",
+      "protocol",
+      "packs",
+      "package.json",
+      "plugin/.claude-plugin/plugin.json",
+    ])
       expect(existsSync(path.join(app, "resources", "app", f)), f).toBe(true);
     expect(JSON.parse(readFileSync(path.join(app, "resources", "app", "package.json"), "utf8")).main).toBe("out/main/main.js");
   } finally {

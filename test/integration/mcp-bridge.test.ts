@@ -263,7 +263,11 @@ describe("ocw mcp", () => {
 
   it("an approve sent beside a wait (Claude sends both in one message): the wait follows the worker on instead of coming back blocked on that ask", async () => {
     const s = await open(engine.stateDir, "mcp-test-beside");
-    const d = await s.call("delegate", { task: "MCP-WRITE file=beside.txt text=beside", directory: repo(), checks: [{ file: "beside.txt", equals: "beside" }] });
+    const d = await s.call("delegate", {
+      task: "MCP-WRITE file=beside.txt text=beside",
+      directory: repo(),
+      checks: [{ file: "beside.txt", equals: "beside" }],
+    });
     const shown = await waitUntil(s, { workerId: d.workerId, timeoutSec: 60 }, (r) => r.pending.length > 0, 3);
     const askId = shown.pending[0].askId;
     // Both at once, the approve first: its answer is on its way to opencode when the wait looks.
