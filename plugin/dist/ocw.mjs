@@ -52336,8 +52336,10 @@ var WaitInput = external_exports.object({
   /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
   also: ids("also").optional(),
   /**
-   * Also answer at once (reason "blocked") when each followed worker not at rest waits only on asks in shownAsks:
-   * nothing moves until the caller answers them. Not set: such a wait runs to its time (a form waits for its ask).
+   * Also answer (reason "blocked") when each followed worker not at rest waits only on asks in shownAsks: nothing
+   * moves until the caller answers them. An ask whose answer is on its way does not count (its worker is about to
+   * move), and a wait blocked from its start looks again GATHER_MS later (an approve sent beside it). Not set: such a
+   * wait runs to its time (a form waits for its ask).
    */
   blocked: external_exports.boolean().optional()
 }).strict().refine((x) => !x.workerIds !== !x.batchId, { message: "give workerIds or batchId (one of them)" });
@@ -65893,13 +65895,13 @@ function dnsLookup(servers) {
   };
 }
 var systemLookup = dnsLookup();
-async function lookupHost(host, lookup = systemLookup) {
+async function lookupHost(host, lookup = systemLookup, limitMs = LOOKUP_MS) {
   let timer2;
   try {
     return await Promise.race([
       lookup(host),
       new Promise((_, reject) => {
-        timer2 = setTimeout(() => reject(new Error("timeout")), LOOKUP_MS);
+        timer2 = setTimeout(() => reject(new Error("timeout")), limitMs);
         timer2.unref?.();
       })
     ]);
@@ -79837,7 +79839,8 @@ function extractCode(text) {
   const m = /```(?:[a-zA-Z]*)\n([\s\S]*?)```/.exec(text);
   return (m ? m[1] : text).trim();
 }
-function checkCapabilityAnswer(text) {
+var CAPABILITY_RUN_MS = 1e3;
+function checkCapabilityAnswer(text, limitMs = CAPABILITY_RUN_MS) {
   const code2 = extractCode(text);
   if (!code2) return { passed: false, evidence: "empty answer" };
   const cases = [
@@ -79850,11 +79853,11 @@ function checkCapabilityAnswer(text) {
   try {
     const ctx = vm.createContext(/* @__PURE__ */ Object.create(null));
     vm.runInContext(`${code2}
-;globalThis.__f = typeof sumOfSquares === "function" ? sumOfSquares : undefined;`, ctx, { timeout: 1e3 });
+;globalThis.__f = typeof sumOfSquares === "function" ? sumOfSquares : undefined;`, ctx, { timeout: limitMs });
     const f = ctx.__f;
     if (typeof f !== "function") return { passed: false, evidence: `no function sumOfSquares in the answer (${JSON.stringify(code2.slice(0, 80))}\u2026)` };
     for (const [n2, want] of cases) {
-      const got = vm.runInContext(`__f(${n2})`, ctx, { timeout: 1e3 });
+      const got = vm.runInContext(`__f(${n2})`, ctx, { timeout: limitMs });
       if (got !== want) return { passed: false, evidence: `sumOfSquares(${n2}) returned ${JSON.stringify(got)}, expected ${want}` };
     }
     return { passed: true, evidence: `sumOfSquares passed ${cases.length}/${cases.length} held-back cases` };
@@ -92647,6 +92650,8 @@ var Approvals = class {
   opts;
   /** Asks whose answer is on its way to opencode, and who gave it. */
   deciding = /* @__PURE__ */ new Map();
+  /** Told each time an answer on its way ends, taken or not (a wait looks again whether its workers are blocked). */
+  answerEnded = /* @__PURE__ */ new Set();
   /** What opencode announced for an ask while our answer was on its way (usually the echo of ours). */
   echoed = /* @__PURE__ */ new Map();
   /** Answers on their way that end as soon as opencode announces it took them (its stream often runs ahead of its HTTP answer). */
@@ -92761,8 +92766,20 @@ var Approvals = class {
     } finally {
       this.deciding.delete(askId);
       this.echoed.delete(askId);
+      for (const fn of this.answerEnded) fn();
     }
   }
+  /**
+   * The answers on their way to opencode: whether an ask's is, and a listener told when any ends. A worker whose ask is
+   * being answered is about to move, so a wait does not call it blocked (shared/wait.ts).
+   */
+  answers = {
+    has: (askId) => this.deciding.has(askId),
+    ended: (fn) => {
+      this.answerEnded.add(fn);
+      return () => this.answerEnded.delete(fn);
+    }
+  };
   async decideNow(d, by) {
     const parsed = Decision.safeParse(d);
     if (!parsed.success) throw new InputError(firstIssue(parsed.error));
@@ -95145,6 +95162,10 @@ var Engine = class {
   decide(d, by) {
     return this.approvals.decide(d, by);
   }
+  /** The answers on their way to opencode (a wait's `blocked` leaves out a worker whose ask is being answered). */
+  get answers() {
+    return this.approvals.answers;
+  }
   grants() {
     return this.approvals.grants();
   }
@@ -96478,19 +96499,21 @@ async function waitForNews(src, input2, opts = {}) {
     const w = src.get(id3);
     return n2 + pendingAsks(w).filter((a2) => !shownAsks.has(a2.id)).length + (isAtRest(w.state) && !shownFinished.has(w.id) ? 1 : 0);
   }, 0);
+  const answering = (w) => pendingAsks(w).some((a2) => src.answers?.has(a2.id));
   const outcome2 = () => {
     const ws = ids2.map((id3) => src.get(id3));
     if (ws.every((w) => isAtRest(w.state))) return "settled";
     if (news() > 0) return "news";
     if (input2.untilGone && !ws.some((w) => pendingAsks(w).some((a2) => a2.id === input2.untilGone))) return "news";
-    if (input2.blocked && ws.every((w) => isAtRest(w.state) || w.state === "waiting-approval" && pendingAsks(w).length > 0)) return "blocked";
+    if (input2.blocked && ws.every((w) => isAtRest(w.state) || w.state === "waiting-approval" && pendingAsks(w).length > 0 && !answering(w))) return "blocked";
     return null;
   };
   const moving = () => ids2.some((id3) => {
     const state = src.get(id3).state;
     return state === "running" || state === "settled" || state === "grading";
   });
-  const reached = outcome2() ?? (signal?.aborted ? "aborted" : await follow2(src, followed, { outcome: outcome2, news, moving }, deadline, opts));
+  const first2 = outcome2();
+  const reached = first2 && first2 !== "blocked" ? first2 : signal?.aborted ? "aborted" : await follow2(src, followed, { outcome: outcome2, news, moving }, deadline, { ...opts, lookAgainMs: first2 === "blocked" ? GATHER_MS : void 0 });
   const workers = ids2.map((id3) => slimWorker(src.get(id3), { diffs: input2.diffs }));
   if (input2.batchId) batch = src.batch(input2.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
@@ -96515,12 +96538,20 @@ function follow2(src, followed, seen, deadline, opts) {
       resolve(r);
     };
     const onAbort = () => finish2("aborted");
-    const unsubscribe = src.bus.subscribe(({ event }) => {
+    const offBus = src.bus.subscribe(({ event }) => {
       if (ended || !("workerId" in event) || !followed.has(event.workerId)) return;
       if (opts.onNote) {
         const note = describeNote(event, followed);
         if (note) opts.onNote(note);
       }
+      look();
+    });
+    const offAnswers = src.answers?.ended(() => !ended && look());
+    const unsubscribe = () => {
+      offBus();
+      offAnswers?.();
+    };
+    const look = () => {
       pending2 ??= setImmediate(() => {
         pending2 = null;
         const r = outcome2();
@@ -96549,8 +96580,9 @@ function follow2(src, followed, seen, deadline, opts) {
           window2();
         }
       });
-    });
+    };
     const timer2 = setTimeout(() => finish2("timeout"), Math.max(0, deadline - Date.now()));
+    if (opts.lookAgainMs !== void 0) setTimeout(() => !ended && look(), Math.min(opts.lookAgainMs, Math.max(0, deadline - Date.now())));
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     if (opts.signal?.aborted) finish2("aborted");
   });
