@@ -131,7 +131,7 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 120_000,
           // Real opencode servers are heavy (≈400–800 MB each); two files at a time fit on 2 cores / 24 GiB.
-          maxWorkers: 6,
+          maxWorkers: 2,
           fileParallelism: true,
           // Its own group: vitest runs projects with a different maxWorkers in separate groups (one command may name
           // files of several projects).
