@@ -243,19 +243,15 @@ describe("ocw run --attempts", () => {
       expect(d.workerIds).toHaveLength(2);
       expect(d.next).toContain("wait");
       const answered = new Set<string>();
-      const done = await waitUntil(
-        mcp,
-        { workerIds: d.workerIds },
-        // A client answers the asks it was shown before it waits again (a wait on asks it was shown and left
-        // unanswered returns at once: only its answer moves those workers).
-        async (r) => {
-          const fresh = (r.pending ?? []).filter((p: { askId: string }) => !answered.has(p.askId));
-          for (const p of fresh) answered.add(p.askId);
-          await Promise.all(fresh.map((p: { askId: string }) => mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined)));
-          return r.reason === "settled";
-        },
-        10,
-      );
+      // A client answers the asks it was shown before it waits again (a wait on asks it was shown and left unanswered
+      // returns at once: only its answer moves those workers).
+      const answerThenSettled = async (r: { reason: string; pending?: { askId: string }[] }) => {
+        const fresh = (r.pending ?? []).filter((p) => !answered.has(p.askId));
+        for (const p of fresh) answered.add(p.askId);
+        await Promise.all(fresh.map((p) => mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined)));
+        return r.reason === "settled";
+      };
+      const done = await waitUntil(mcp, { workerIds: d.workerIds }, answerThenSettled, 10);
       expect(done.reason).toBe("settled");
       const [onA, onB] = d.workerIds as string[];
       const won = await mcp.call("result", { workerId: onB });
@@ -281,19 +277,7 @@ describe("ocw run --attempts", () => {
       });
       expect(b.workerIds).toHaveLength(2);
       expect(b.groups).toEqual([{ groupId: expect.stringMatching(/^a-/), workerIds: b.workerIds }]);
-      const settled = await waitUntil(
-        mcp,
-        { batchId: b.batchId },
-        // A client answers the asks it was shown before it waits again (a wait on asks it was shown and left
-        // unanswered returns at once: only its answer moves those workers).
-        async (r) => {
-          const fresh = (r.pending ?? []).filter((p: { askId: string }) => !answered.has(p.askId));
-          for (const p of fresh) answered.add(p.askId);
-          await Promise.all(fresh.map((p: { askId: string }) => mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined)));
-          return r.reason === "settled";
-        },
-        10,
-      );
+      const settled = await waitUntil(mcp, { batchId: b.batchId }, answerThenSettled, 10);
       expect(settled.batch).toMatchObject({ builtRate: 1, verdict: "built" });
     } finally {
       await mcp.close();
